@@ -340,3 +340,15 @@ def concat_access(parts: Sequence[MemAccess]) -> MemAccess:
                      bytes_requested=sum(p.bytes_requested for p in parts),
                      ptr=np.concatenate(ptrs), line=np.concatenate([p.line for p in parts]),
                      smask=np.concatenate([p.smask for p in parts]))
+
+
+# ---- launches observed outside gpusim.simulate ---------------------------------------------------------
+#: Callables ``f(trace: KernelTrace)`` called after each recorded launch.  ``gpusim.session()`` adds one so
+#: that ``kernel[grid, block](...)`` inside the session is timed.  Front ends record a trace for a plain
+#: launch only when this list is non-empty (otherwise they just compute values, which is faster).
+launch_observers: list = []
+
+
+def publish_launch(trace: "KernelTrace") -> None:
+    for f in list(launch_observers):
+        f(trace)
