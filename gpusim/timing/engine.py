@@ -1,0 +1,244 @@
+"""The timing engine: replays a kernel trace on the modelled chip with simpy and counts what happened.
+
+The CTA scheduler (the chip's work distributor) starts the grid after the launch overhead, fills every SM
+with as many CTAs as occupancy allows (CTA ``i`` of the first wave goes to SM ``i mod n``), and when a CTA
+retires it dispatches the next CTA in linear order to the freed SM after ``cta_launch_cycles`` -- so grids
+larger than one wave run in waves, and a last partial wave leaves SMs idle (wave quantization).  The kernel
+ends when the last CTA retires, plus a drain.  Each SM sub-partition is one simpy process (see ``sm.py``); the
+memory system (``memory.py``) is passive and timed by reservation.  Nothing here computes values.
+
+Observation never changes timing: the optional timeline is appended to, never read, by the engine.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from ..config import GPUConfig, load_gpu
+from ..trace import KernelTrace, OpKind, OpTable, Pipe, Space
+from .chip import build_wiring
+from .memory import MemorySystem
+from .occupancy import Occupancy, occupancy
+from .sm import CTA, SM, STALL_REASONS, Warp
+
+INF = math.inf
+
+
+@dataclass
+class EngineResult:
+    """What the engine measured.  Cycles are SM clock cycles."""
+
+    cycles: float
+    occupancy: Occupancy
+    inst_issued: int
+    stall_cycles: dict[str, float]
+    memory: dict[str, int]
+    sm_active_cycles: float           # summed over SMs
+    sm_warp_cycles: float             # integral of resident warps, summed over SMs
+    cta_spans: list[tuple[int, int, float, float]] = field(default_factory=list)  # (cta, sm, start, end)
+    timeline: list[tuple] | None = None   # (sm, subpartition, warp uid, t0, t1, state, op index)
+    warps: dict[int, tuple[int, int, int]] = field(default_factory=dict)   # uid -> (cta, warp in cta, slot)
+    bandwidth_events: list[tuple[float, str, int]] | None = None
+    launch_overhead_cycles: float = 0.0
+    sim_events: int = 0
+
+
+class Engine:
+    """Build the chip for ``gpu`` and replay ``trace`` on it."""
+
+    def __init__(self, trace: KernelTrace, gpu: GPUConfig | str = "h100", *, record_timeline: bool = False,
+                 policy: str | None = None):
+        gpu = load_gpu(gpu)
+        self.trace = trace
+        self.gpu = gpu
+        self.env = simpy.Environment()
+        self.never = self.env.event()
+        sm = gpu.sm
+        self.occ = occupancy(gpu, trace.threads_per_cta, trace.regs_per_thread, trace.shared_bytes_per_cta,
+                             trace.name)
+        wiring = build_wiring(gpu)
+        self.wiring = wiring
+        self.mem = MemorySystem(gpu, self.occ.l1_bytes, wiring.latency, wiring.sm_partition,
+                                wiring.slice_partition)
+        self.policy_lrr = (policy or sm.scheduler_policy) == "lrr"
+        # per-pipe clocks per warp instruction on one sub-partition, and a warp's own issue interval
+        lanes_per_sub = {p: max(1e-9, sm.pipe_lanes_per_clk.get(p.key, 32) / sm.subpartitions) for p in Pipe}
+        self.pipe_cycles = [max(1.0, sm.warp_size / lanes_per_sub[p]) / sm.issue_per_clk for p in Pipe]
+        ilp = getattr(sm, "alu_ilp", 2.0)
+        self.warp_inst_cycles = [max(self.pipe_cycles[p], sm.pipe_latency_cycles.get(p.key, 4) / ilp, 1.0)
+                                 for p in Pipe]
+        tens = gpu.tensor.flops_per_clk_per_sm
+        self.tensor_flops_per_clk_smsp = {k: v / sm.subpartitions for k, v in tens.items()}
+        self.tensor_default = tens.get("fp16", 1024) / sm.subpartitions
+        self.mma_latency = gpu.tensor.mma_latency_cycles
+        self.shared_latency = sm.shared_latency_cycles
+        self.cache_loads_l1 = gpu.l1.cache_global_loads
+        self.stall_cycles = [0.0] * len(STALL_REASONS)
+        self.sms = [SM(self, i, sm.subpartitions) for i in range(gpu.chip.sm_count)]
+        self.next_cta = 0
+        self.n_ctas = trace.n_ctas
+        self.all_dispatched = False
+        self.ctas_done = 0
+        self.t_last_cta = 0.0
+        self.cta_spans: list[tuple[int, int, float, float]] = []
+        self.timeline: list | None = [] if record_timeline else None
+        self.bw_events: list | None = None
+        if record_timeline:
+            self.bw_events = []
+            self.mem.observers.append(lambda t, kind, nbytes: self.bw_events.append((t, kind, nbytes)))
+        self.warp_info: dict[int, tuple[int, int, int]] = {}
+        self._uid = 0
+        self._mem_cache: dict[tuple[int, int], tuple[list, list, list]] = {}
+        self._stream_cache: dict[int, tuple[list[list[int]], list[int] | None]] = {}
+        self._table_index = {id(t): i for i, t in enumerate(trace.tables)}
+
+    # ---- trace access (cached per table/op) ---------------------------------------------------------
+    def mem_lists(self, table: OpTable, k: int):
+        key = (id(table), k)
+        v = self._mem_cache.get(key)
+        if v is None:
+            m = table.ops[k].mem
+            v = (m.line.tolist(), m.smask.tolist(), m.ptr.tolist())
+            self._mem_cache[key] = v
+        return v
+
+    def lanes_of(self, table: OpTable, k: int, wi: int) -> int:
+        return 32 if table.active is None else int(table.active[k, wi])
+
+    def _stream(self, table: OpTable, wi: int) -> list[int]:
+        """The op indices warp ``wi`` of ``table`` executes (its column of ``active`` is non-zero)."""
+        cached = self._stream_cache.get(id(table))
+        if cached is None:
+            if table.active is None:
+                cached = ([list(range(len(table.ops)))], None)
+            else:
+                pats, inverse = np.unique(table.active.T != 0, axis=0, return_inverse=True)
+                cached = ([np.flatnonzero(p).tolist() for p in pats], inverse.ravel().tolist())
+            self._stream_cache[id(table)] = cached
+        streams, inverse = cached
+        return streams[0] if inverse is None else streams[inverse[wi]]
+
+    # ---- the CTA scheduler --------------------------------------------------------------------------
+    def _dispatch(self, sm: SM, t: float) -> None:
+        occ = self.occ
+        while len(sm.ctas) < occ.ctas_per_sm and self.next_cta < self.n_ctas:
+            cid = self.next_cta
+            self.next_cta += 1
+            table, local = self.trace.table_of(cid)
+            cta = CTA(cid, sm, table, local, t)
+            sm.account(t)
+            wpc = table.warps_per_cta
+            for i in range(wpc):
+                wi = local * wpc + i
+                w = Warp(self._uid, cta, wi, i, self._stream(table, wi), t)
+                slot = sm.warp_rr
+                sm.warp_rr += 1
+                w.slot = slot
+                self.warp_info[self._uid] = (cid, i, slot % self.gpu.sm.max_warps)
+                self._uid += 1
+                cta.warps.append(w)
+                cta.live += 1
+                sm.resident_warps += 1
+                sm.scheds[slot % len(sm.scheds)].add(w)
+            sm.ctas.append(cta)
+        if self.next_cta >= self.n_ctas:
+            self.all_dispatched = True
+
+    def _dispatch_later(self, sm: SM, delay: float) -> None:
+        ev = self.env.timeout(delay)
+        ev.callbacks.append(lambda _ev, sm=sm: self._dispatch_and_wake(sm))
+
+    def _dispatch_and_wake(self, sm: SM) -> None:
+        self._dispatch(sm, self.env.now)
+        if self.all_dispatched:
+            # idle schedulers with no warps may now finish
+            for s in self.sms:
+                for sc in s.scheds:
+                    if not sc.warps:
+                        sc.wake()
+
+    def warp_exit(self, w: Warp, t: float) -> None:
+        cta = w.cta
+        sm = cta.sm
+        sm.account(self.env.now)
+        sm.resident_warps -= 1
+        cta.live -= 1
+        w.ready_at = INF
+        if cta.bar_arrived and len(cta.bar_arrived) == cta.live:
+            self._release_barrier(cta)
+        if cta.live == 0:
+            cta.t_end = t
+            sm.ctas.remove(cta)
+            self.ctas_done += 1
+            self.t_last_cta = max(self.t_last_cta, t)
+            self.cta_spans.append((cta.cta_id, sm.index, cta.t_start, t))
+            if self.next_cta < self.n_ctas:
+                self._dispatch_later(sm, max(0.0, t - self.env.now) + self.gpu.chip.cta_launch_cycles)
+            elif self.ctas_done == self.n_ctas:
+                for s in self.sms:
+                    for sc in s.scheds:
+                        sc.wake()
+
+    # ---- barriers ------------------------------------------------------------------------------------
+    def barrier_arrive(self, w: Warp, t: float) -> None:
+        cta = w.cta
+        w.ready_at = INF
+        w.t_arrive = t
+        cta.bar_arrived.append(w)
+        if t > cta.bar_time:
+            cta.bar_time = t
+        if len(cta.bar_arrived) == cta.live:
+            self._release_barrier(cta)
+
+    def _release_barrier(self, cta: CTA) -> None:
+        t = cta.bar_time + self.gpu.sm.barrier_latency_cycles
+        for w in cta.bar_arrived:
+            self.stall_cycles[4] += t - w.t_arrive
+            if self.timeline is not None:
+                self.timeline.append((cta.sm.index, w.sched.index, w.uid, w.t_arrive, t, 4, -1))
+            w.ready_at = t
+            w.sched.wake()
+        cta.bar_arrived = []
+        cta.bar_time = 0.0
+
+    # ---- run -----------------------------------------------------------------------------------------
+    def run(self) -> EngineResult:
+        t0 = float(self.gpu.chip.launch_overhead_cycles)
+        self.trace.check() if len(self.trace.tables) < 64 else None
+
+        def start(_ev):
+            for sm in self.sms:
+                self._dispatch(sm, self.env.now)
+            if self.all_dispatched:
+                for sm in self.sms:
+                    for sc in sm.scheds:
+                        if not sc.warps:
+                            sc.wake()
+
+        ev = self.env.timeout(t0)
+        ev.callbacks.append(start)
+        self.env.run()
+        if self.ctas_done != self.n_ctas:
+            raise RuntimeError(f"engine stopped with {self.n_ctas - self.ctas_done} CTAs unfinished "
+                               f"(a barrier that never completes?)")
+        end = self.t_last_cta
+        for sm in self.sms:
+            sm.account(end)
+        cycles = end + self.gpu.chip.drain_cycles
+        inst = sum(sc.issued for sm in self.sms for sc in sm.scheds)
+        return EngineResult(
+            cycles=cycles, occupancy=self.occ, inst_issued=inst,
+            stall_cycles=dict(zip(STALL_REASONS, self.stall_cycles)),
+            memory=self.mem.stats.as_dict(),
+            sm_active_cycles=sum(sm.active_cycles for sm in self.sms),
+            sm_warp_cycles=sum(sm.warp_cycles for sm in self.sms),
+            cta_spans=self.cta_spans, timeline=self.timeline, warps=self.warp_info,
+            bandwidth_events=self.bw_events, launch_overhead_cycles=t0)
+
+
+def run(trace: KernelTrace, gpu: GPUConfig | str = "h100", **kw) -> EngineResult:
+    """Replay ``trace`` on ``gpu``; see ``Engine``."""
+    return Engine(trace, gpu, **kw).run()

@@ -1,0 +1,311 @@
+"""The memory hierarchy below the SM's load/store unit: L1 data caches, the L2 slices and the DRAM channels.
+
+Picture a warp's memory instruction leaving the SM as a list of 128 B lines, each with a mask of the 32 B
+sectors it needs (the coalescer's output, computed by the trace).  The SM's L1TEX stage takes one line per
+clock (a *wavefront*); lines missing in L1 cross the crossbar to the L2 slice their address hashes to, which
+moves ``bytes_per_clk_per_slice`` per clock; sectors missing in L2 are fetched from DRAM in
+``fetch_bytes`` pieces by the channel the address interleaves to, where a bank with another row open pays
+precharge + activate before the burst can use the channel's bus.
+
+Timing is by reservation: every unit with a bandwidth keeps the clock at which it is next free
+(``*_free``); a request waits ``max(0, free - arrival)`` and pushes ``free`` by its service time.  Latencies
+are load-to-use cycles measured by pointer chasing (L1 hit, L2 hit near/far, DRAM), so a lone access sees
+exactly the measured latency and a busy one adds its queueing delay.  All times are SM clock cycles.
+
+Caches are sectored LRU: an L1 per SM and, for L2, one LRU set per slice (addresses are hashed over slices,
+so a slice behaves like one highly associative set).  L1 is write-through without allocation for global
+stores; L2 is write-back: dirty sectors reach DRAM when evicted.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from ..config import GPUConfig
+
+POPCOUNT = [bin(i).count("1") for i in range(256)]
+_MIX = 0x9E3779B97F4A7C15
+_MASK64 = (1 << 64) - 1
+
+
+def _hash(x: int) -> int:
+    """A cheap, deterministic scramble of an address block number (Fibonacci hashing)."""
+    return ((x * _MIX) & _MASK64) >> 29
+
+
+class MemoryStats:
+    """Counters the metrics layer reads; names say the unit (sectors are 32 B)."""
+
+    __slots__ = ("l1_ld_sectors", "l1_ld_hit_sectors", "l1_ld_wavefronts", "l1_st_sectors",
+                 "l2_rd_sectors", "l2_rd_hit_sectors", "l2_wr_sectors", "l2_atom_sectors",
+                 "dram_rd_bytes", "dram_wr_bytes", "dram_row_misses", "dram_bursts",
+                 "shared_wavefronts", "shared_ideal_wavefronts")
+
+    def __init__(self) -> None:
+        for k in self.__slots__:
+            setattr(self, k, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+class MemorySystem:
+    """L1s, L2 slices and DRAM channels of one GPU, with their reservation clocks and cache state."""
+
+    def __init__(self, gpu: GPUConfig, l1_bytes: int, sm_to_slice_latency: list[list[int]],
+                 sm_partition: list[int], slice_partition: list[int]):
+        self.gpu = gpu
+        l1, l2, dram = gpu.l1, gpu.l2, gpu.dram
+        self.stats = MemoryStats()
+        n_sm = gpu.chip.sm_count
+        # --- L1 ---
+        self.l1_lines = [OrderedDict() for _ in range(n_sm)]
+        self.l1_capacity = max(1, l1_bytes // l1.line_bytes)
+        self.l1_free = [0.0] * n_sm              # L1TEX data stage: one wavefront per clock
+        self.l1_hit_latency = l1.hit_latency_cycles
+        self.cache_global_loads = l1.cache_global_loads
+        # --- L2 ---
+        self.n_slices = l2.slices
+        self.l2_sets = [OrderedDict() for _ in range(l2.slices)]
+        self.l2_capacity = max(1, l2.size_bytes // l2.line_bytes // l2.slices)
+        self.slice_free = [0.0] * l2.slices
+        self.sector_cycles = l2.sector_bytes / l2.bytes_per_clk_per_slice
+        self.sm_partition = sm_partition
+        self.slice_partition = slice_partition
+        # latency[sm_partition][slice_partition] (load-to-use, cycles)
+        self.l2_latency = sm_to_slice_latency
+        self.xbar_cycles = max(1, (min(min(r) for r in sm_to_slice_latency) - self.l1_hit_latency) // 2)
+        fetch_sectors = l2.fetch_bytes // l2.sector_bytes
+        # expand a miss mask to whole fetch blocks (e.g. 64 B = aligned sector pairs)
+        self.fetch_expand = [self._expand(m, fetch_sectors) for m in range(16)]
+        self.atomic_latency = l2.atomic_latency_cycles
+        # --- DRAM ---
+        self.n_channels = dram.channels
+        self.n_banks = dram.banks_per_channel
+        self.chan_free = [0.0] * dram.channels
+        self.bank_free = [0.0] * (dram.channels * dram.banks_per_channel)
+        self.open_row = [-1] * (dram.channels * dram.banks_per_channel)
+        bytes_per_cycle = gpu.dram_bytes_per_cycle() / dram.channels
+        self.dram_sector_cycles = l2.sector_bytes / bytes_per_cycle
+        self.row_miss_cycles = dram.row_miss_ns * gpu.chip.sm_clock_mhz / 1000.0
+        self.dram_latency = dram.latency_cycles
+        self.lines_per_block = max(1, dram.interleave_bytes // l2.line_bytes)
+        self.blocks_per_row = max(1, dram.row_bytes // dram.interleave_bytes)
+        # completion observers for bandwidth-over-time pictures: f(t, kind, bytes)
+        self.observers: list = []
+
+    @staticmethod
+    def _expand(mask: int, group: int) -> int:
+        if group <= 1:
+            return mask
+        out = 0
+        for g in range(0, 4, group):
+            gm = ((1 << group) - 1) << g
+            if mask & gm:
+                out |= gm
+        return out
+
+    def slice_of(self, line: int) -> int:
+        return _hash(line) % self.n_slices
+
+    # ---- DRAM --------------------------------------------------------------------------------------
+    def _dram(self, t: float, line: int, mask: int, write: bool) -> float:
+        """Move the sectors of ``mask`` of ``line`` over its channel; return the queueing+row delay."""
+        block = line // self.lines_per_block
+        ch = _hash(block) % self.n_channels
+        local = block // self.n_channels
+        bank = ch * self.n_banks + (local // self.blocks_per_row) % self.n_banks
+        row = local // (self.blocks_per_row * self.n_banks)
+        st = self.stats
+        ready = self.bank_free[bank]
+        if ready < t:
+            ready = t
+        if self.open_row[bank] != row:
+            self.open_row[bank] = row
+            ready += self.row_miss_cycles
+            st.dram_row_misses += 1
+        cf = self.chan_free[ch]
+        start = ready if ready > cf else cf
+        nsec = POPCOUNT[mask]
+        end = start + nsec * self.dram_sector_cycles
+        self.chan_free[ch] = end
+        self.bank_free[bank] = end
+        nbytes = nsec * 32
+        st.dram_bursts += 1
+        if write:
+            st.dram_wr_bytes += nbytes
+        else:
+            st.dram_rd_bytes += nbytes
+        if self.observers:
+            for f in self.observers:
+                f(end, "dram_write" if write else "dram_read", nbytes)
+        return start - t
+
+    # ---- L2 ----------------------------------------------------------------------------------------
+    def _l2_insert(self, sset: OrderedDict, line: int, value: int, t: float) -> None:
+        sset[line] = value
+        if len(sset) > self.l2_capacity:
+            victim, v = sset.popitem(last=False)
+            dirty = v >> 4
+            if dirty:
+                self._dram(t, victim, dirty, True)
+
+    def l2_read(self, sm_part: int, t: float, line: int, mask: int) -> float:
+        """Sectors ``mask`` of ``line`` requested from L2 at time ``t`` (leaving L1); return data-ready time."""
+        s = _hash(line) % self.n_slices
+        arr = t + self.xbar_cycles
+        free = self.slice_free[s]
+        start = arr if arr > free else free
+        nsec = POPCOUNT[mask]
+        self.slice_free[s] = start + nsec * self.sector_cycles
+        wait = start - arr
+        lat = self.l2_latency[sm_part][self.slice_partition[s]]
+        st = self.stats
+        st.l2_rd_sectors += nsec
+        sset = self.l2_sets[s]
+        v = sset.get(line)
+        if v is not None:
+            sset.move_to_end(line)
+            miss = mask & ~v & 15
+        else:
+            v = 0
+            miss = mask
+        if not miss:
+            st.l2_rd_hit_sectors += nsec
+            return t + lat + wait
+        st.l2_rd_hit_sectors += nsec - POPCOUNT[miss]
+        fetch = self.fetch_expand[miss] & ~v & 15
+        delay = self._dram(start + lat * 0.5, line, fetch, False)
+        if v:
+            sset[line] = v | fetch
+        else:
+            self._l2_insert(sset, line, fetch, start)
+        return t + self.dram_latency + wait + delay
+
+    def l2_write(self, sm_part: int, t: float, line: int, mask: int) -> None:
+        """Store sectors ``mask`` of ``line`` into L2 (write-back, no fetch: byte masks are kept)."""
+        s = _hash(line) % self.n_slices
+        arr = t + self.xbar_cycles
+        free = self.slice_free[s]
+        start = arr if arr > free else free
+        nsec = POPCOUNT[mask]
+        self.slice_free[s] = start + nsec * self.sector_cycles
+        self.stats.l2_wr_sectors += nsec
+        sset = self.l2_sets[s]
+        v = sset.get(line)
+        if v is not None:
+            sset.move_to_end(line)
+            sset[line] = v | mask | (mask << 4)
+        else:
+            self._l2_insert(sset, line, mask | (mask << 4), start)
+
+    def l2_atomic(self, sm_part: int, t: float, line: int, mask: int, ops: int) -> float:
+        """An atomic on ``ops`` lane-operations in ``line`` performed at the L2 slice; return result time."""
+        s = _hash(line) % self.n_slices
+        arr = t + self.xbar_cycles
+        free = self.slice_free[s]
+        start = arr if arr > free else free
+        self.slice_free[s] = start + max(ops, POPCOUNT[mask]) * self.sector_cycles
+        wait = start - arr
+        self.stats.l2_atom_sectors += POPCOUNT[mask]
+        sset = self.l2_sets[s]
+        v = sset.get(line)
+        delay = 0.0
+        if v is None or (mask & ~v & 15):
+            have = v or 0
+            fetch = self.fetch_expand[mask & ~have & 15] & ~have & 15
+            delay = self._dram(start, line, fetch, False) + self.dram_latency - self.l2_latency[sm_part][0]
+            v = have | fetch
+        sset[line] = v | mask | (mask << 4)
+        sset.move_to_end(line)
+        if len(sset) > self.l2_capacity:
+            victim, vv = sset.popitem(last=False)
+            if vv >> 4:
+                self._dram(start, victim, vv >> 4, True)
+        return t + self.atomic_latency + wait + max(0.0, delay)
+
+    # ---- the SM side: L1 ---------------------------------------------------------------------------
+    def load(self, sm: int, t: float, lines, masks, lo: int, hi: int, use_l1: bool) -> float:
+        """A warp's global/local load of ``lines[lo:hi]`` issued at ``t``; return when all data is back."""
+        n = hi - lo
+        if n <= 0:
+            return t
+        free = self.l1_free[sm]
+        t0 = t if t > free else free
+        self.l1_free[sm] = t0 + n
+        ready = t0 + n - 1 + self.l1_hit_latency
+        st = self.stats
+        st.l1_ld_wavefronts += n
+        part = self.sm_partition[sm]
+        od = self.l1_lines[sm]
+        cap = self.l1_capacity
+        for i in range(lo, hi):
+            line = lines[i]
+            m = masks[i]
+            nsec = POPCOUNT[m]
+            st.l1_ld_sectors += nsec
+            if use_l1:
+                have = od.get(line)
+                if have is not None:
+                    od.move_to_end(line)
+                    miss = m & ~have
+                    if not miss:
+                        st.l1_ld_hit_sectors += nsec
+                        continue
+                    st.l1_ld_hit_sectors += nsec - POPCOUNT[miss]
+                    od[line] = have | m
+                else:
+                    miss = m
+                    od[line] = m
+                    if len(od) > cap:
+                        od.popitem(last=False)
+            else:
+                miss = m
+            r = self.l2_read(part, t0 + (i - lo), line, miss)
+            if r > ready:
+                ready = r
+        return ready
+
+    def store(self, sm: int, t: float, lines, masks, lo: int, hi: int) -> float:
+        """A warp's global store: L1 write-through without allocation (a cached copy is updated)."""
+        n = hi - lo
+        if n <= 0:
+            return t
+        free = self.l1_free[sm]
+        t0 = t if t > free else free
+        self.l1_free[sm] = t0 + n
+        st = self.stats
+        part = self.sm_partition[sm]
+        od = self.l1_lines[sm]
+        for i in range(lo, hi):
+            line = lines[i]
+            m = masks[i]
+            st.l1_st_sectors += POPCOUNT[m]
+            have = od.get(line)
+            if have is not None:
+                od[line] = have | m
+            self.l2_write(part, t0 + (i - lo), line, m)
+        return t0 + n
+
+    def atomic(self, sm: int, t: float, lines, masks, lo: int, hi: int, lanes: int) -> float:
+        n = hi - lo
+        if n <= 0:
+            return t
+        free = self.l1_free[sm]
+        t0 = t if t > free else free
+        self.l1_free[sm] = t0 + n
+        part = self.sm_partition[sm]
+        ready = t0
+        per_line = max(1, lanes // n)
+        for i in range(lo, hi):
+            self.l1_lines[sm].pop(lines[i], None)
+            r = self.l2_atomic(part, t0 + (i - lo), lines[i], masks[i], per_line)
+            if r > ready:
+                ready = r
+        return ready
+
+    def shared(self, sm: int, t: float, wavefronts: int, latency: int) -> float:
+        """Shared-memory access of ``wavefronts`` wavefronts on the SM's data stage; return data-ready time."""
+        free = self.l1_free[sm]
+        t0 = t if t > free else free
+        self.l1_free[sm] = t0 + wavefronts
+        return t0 + wavefronts - 1 + latency
