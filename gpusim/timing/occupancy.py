@@ -84,9 +84,16 @@ def occupancy(gpu: GPUConfig, threads_per_cta: int, regs_per_thread: int, shared
     if ctas < 1:
         raise LaunchError(f"{where}a block of {threads_per_cta} threads with {regs} registers per thread and "
                           f"{shared_bytes_per_cta} B shared memory does not fit on one SM of {gpu.name}")
-    # name the binding limit; ties go to the resource the user controls most directly
-    tie_order = ["registers", "shared_memory", "warps", "threads", "ctas"]
-    limiter = next(k for k in tie_order if limits[k] == ctas)
+    # name the binding limit: at full occupancy nothing is worth raising ("warps"); in a tie prefer the
+    # resource the kernel's author controls (registers, then shared memory they asked for)
+    if ctas * warps >= sm.max_warps:
+        limiter = "warps"
+    else:
+        tie_order = ["registers", "shared_memory", "warps", "threads", "ctas"]
+        if shared_bytes_per_cta == 0:
+            tie_order.remove("shared_memory")
+            tie_order.append("shared_memory")
+        limiter = next(k for k in tie_order if limits[k] == ctas)
     if limiter == "threads":
         limiter = "warps"
     limits.pop("threads")

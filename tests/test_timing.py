@@ -1,0 +1,147 @@
+"""The timing engine on hand-built traces: occupancy, DRAM traffic, caches, waves, barriers, determinism."""
+import math
+
+import pytest
+
+from gpusim.config import load_gpu
+from gpusim.errors import LaunchError
+from gpusim.timing import occupancy, run
+from gpusim.trace import Pipe
+
+from synthetic import alu_trace, shared_trace, streaming_trace
+
+H100 = load_gpu("h100")
+
+
+@pytest.mark.parametrize("threads,regs,smem,ctas,pct,limiter", [
+    # values of NVIDIA's CUDA occupancy calculator for compute capability 9.0
+    (256, 32, 0, 8, 100.0, "warps"),
+    (256, 64, 0, 4, 50.0, "registers"),
+    (128, 255, 0, 2, 12.5, "registers"),
+    (256, 72, 0, 3, 37.5, "registers"),
+    (1024, 32, 48 * 1024, 2, 100.0, "warps"),
+    (256, 32, 100 * 1024, 2, 25.0, "shared_memory"),
+    (32, 16, 0, 32, 50.0, "ctas"),
+    (64, 16, 0, 32, 100.0, "warps"),
+    (512, 16, 0, 4, 100.0, "warps"),
+])
+def test_theoretical_occupancy_matches_cuda_calculator(threads, regs, smem, ctas, pct, limiter):
+    occ = occupancy(H100, threads, regs, smem)
+    assert occ.ctas_per_sm == ctas
+    assert occ.theoretical_pct == pytest.approx(pct)
+    assert occ.limiter == limiter
+
+
+def test_shared_memory_carveout_leaves_l1():
+    occ = occupancy(H100, 256, 32, 100 * 1024)
+    assert occ.carveout_bytes == 228 * 1024
+    assert occ.l1_bytes == 28 * 1024
+    small = occupancy(H100, 256, 32, 0)
+    assert small.l1_bytes > 200 * 1024
+
+
+def test_launch_limits_raise():
+    with pytest.raises(LaunchError, match="1025 threads per block"):
+        occupancy(H100, 1025, 32, 0)
+    with pytest.raises(LaunchError, match="shared memory per block"):
+        occupancy(H100, 128, 32, 228 * 1024)
+
+
+@pytest.mark.parametrize("n", [1 << 16, 1 << 20])
+def test_streaming_reads_cost_their_footprint_in_dram(n):
+    res = run(streaming_trace(n, n_in=2), H100)
+    # every input byte is read from DRAM exactly once (cold cache); nothing is read twice
+    assert res.memory["dram_rd_bytes"] == 2 * 4 * n
+    assert res.memory["l2_rd_hit_sectors"] == 0
+
+
+def test_strided_reads_fetch_granularity():
+    n = 1 << 16
+    res = run(streaming_trace(n, n_in=1, stride=32), H100)
+    # one 4-byte element per 128 B line: each miss fetches one l2.fetch_bytes block
+    assert res.memory["dram_rd_bytes"] == n * H100.l2.fetch_bytes
+
+
+def test_streaming_time_is_bandwidth_bound_for_large_sizes():
+    n = 1 << 21
+    res = run(streaming_trace(n, n_in=2), H100)
+    moved = res.memory["dram_rd_bytes"] + res.memory["dram_wr_bytes"]
+    floor = moved / H100.dram_bytes_per_cycle()
+    assert res.cycles > floor
+    assert res.cycles < 2.5 * floor + H100.chip.launch_overhead_cycles + 3000
+
+
+def test_l2_serves_a_second_read_of_the_same_data():
+    n = 1 << 16
+    tr = streaming_trace(n, n_in=2)
+    # make the second load read the first input again
+    for t in tr.tables:
+        t.ops[2].mem = t.ops[1].mem
+    res = run(tr, H100)
+    assert res.memory["dram_rd_bytes"] == 4 * n
+    assert res.memory["l1_ld_hit_sectors"] + res.memory["l2_rd_hit_sectors"] >= n * 4 // 32
+
+
+def test_engine_is_deterministic():
+    a = run(streaming_trace(1 << 18), H100)
+    b = run(streaming_trace(1 << 18), H100)
+    assert a.cycles == b.cycles and a.stall_cycles == b.stall_cycles and a.memory == b.memory
+
+
+def test_issued_instructions_equal_trace_counts():
+    tr = streaming_trace(100_000)
+    res = run(tr, H100)
+    assert res.inst_issued == tr.instruction_counts()["inst_executed"]
+
+
+def test_wave_quantization_staircase():
+    """One CTA per SM slot: 132*k CTAs take k waves; one more CTA adds a whole wave."""
+    per_sm = occupancy(H100, 1024, 64, 0).ctas_per_sm
+    assert per_sm == 1
+    c1 = run(alu_trace(132, block=1024, regs=64), H100).cycles
+    c1p = run(alu_trace(133, block=1024, regs=64), H100).cycles
+    c2 = run(alu_trace(264, block=1024, regs=64), H100).cycles
+    wave = c2 - c1
+    assert wave > 0
+    assert c1p - c1 == pytest.approx(wave, rel=0.05)
+
+
+def test_fp64_pipe_is_slower_than_fp32():
+    f32 = run(alu_trace(132 * 8, n_inst=4000, pipe=Pipe.FP32), H100).cycles
+    f64 = run(alu_trace(132 * 8, n_inst=4000, pipe=Pipe.FP64), H100).cycles
+    # H100: 128 FP32 vs 64 FP64 lanes per SM per clock
+    assert f64 / f32 == pytest.approx(2.0, rel=0.15)
+
+
+def test_compute_bound_issue_rate():
+    """Enough warps of independent FP32 work keep every scheduler issuing one instruction per clock."""
+    n_inst = 4000
+    ctas = 132 * 16        # 16 CTAs of 4 warps per SM = 16 warps per scheduler
+    res = run(alu_trace(ctas, block=128, n_inst=n_inst), H100)
+    ideal = ctas * 4 * n_inst / (132 * 4)   # instructions per scheduler
+    assert res.cycles == pytest.approx(ideal + H100.chip.launch_overhead_cycles, rel=0.1)
+
+
+def test_barrier_waits_for_every_warp():
+    plain = run(alu_trace(132, barrier=False), H100)
+    bar = run(alu_trace(132, barrier=True), H100)
+    assert bar.stall_cycles["barrier"] > 0
+    assert plain.stall_cycles["barrier"] == 0
+    assert bar.cycles >= plain.cycles
+
+
+@pytest.mark.parametrize("stride", [1, 2, 8, 32])
+def test_bank_conflicts_slow_shared_loads(stride):
+    base = run(shared_trace(132, 1), H100)
+    res = run(shared_trace(132, stride), H100)
+    if stride == 1:
+        assert res.cycles == base.cycles
+    else:
+        assert res.cycles > base.cycles
+
+
+def test_achieved_occupancy_bounded_by_theoretical():
+    tr = streaming_trace(1 << 20)
+    res = run(tr, H100)
+    achieved = 100 * res.sm_warp_cycles / res.sm_active_cycles / H100.sm.max_warps
+    assert 0 < achieved <= res.occupancy.theoretical_pct + 1e-9
