@@ -69,6 +69,8 @@ class SMSpec:
     shared_latency_cycles: int = 23
     barrier_latency_cycles: int = 20
     branch_divergence_cycles: int = 0
+    alu_ilp: float = 2.0           # independent instructions a warp has in flight: a warp issues one ALU
+                                   # instruction per max(pipe interval, latency / alu_ilp) cycles
 
 
 @dataclass(frozen=True)

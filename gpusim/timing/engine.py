@@ -67,7 +67,7 @@ class Engine:
         # per-pipe clocks per warp instruction on one sub-partition, and a warp's own issue interval
         lanes_per_sub = {p: max(1e-9, sm.pipe_lanes_per_clk.get(p.key, 32) / sm.subpartitions) for p in Pipe}
         self.pipe_cycles = [max(1.0, sm.warp_size / lanes_per_sub[p]) / sm.issue_per_clk for p in Pipe]
-        ilp = getattr(sm, "alu_ilp", 2.0)
+        ilp = sm.alu_ilp
         self.warp_inst_cycles = [max(self.pipe_cycles[p], sm.pipe_latency_cycles.get(p.key, 4) / ilp, 1.0)
                                  for p in Pipe]
         tens = gpu.tensor.flops_per_clk_per_sm
@@ -115,8 +115,18 @@ class Engine:
             if table.active is None:
                 cached = ([list(range(len(table.ops)))], None)
             else:
-                pats, inverse = np.unique(table.active.T != 0, axis=0, return_inverse=True)
-                cached = ([np.flatnonzero(p).tolist() for p in pats], inverse.ravel().tolist())
+                bits = np.packbits(table.active.T != 0, axis=1)
+                index: dict[bytes, int] = {}
+                streams: list[list[int]] = []
+                inverse = []
+                for w in range(bits.shape[0]):
+                    key = bits[w].tobytes()
+                    j = index.get(key)
+                    if j is None:
+                        j = index[key] = len(streams)
+                        streams.append(np.flatnonzero(table.active[:, w]).tolist())
+                    inverse.append(j)
+                cached = (streams, inverse)
             self._stream_cache[id(table)] = cached
         streams, inverse = cached
         return streams[0] if inverse is None else streams[inverse[wi]]
