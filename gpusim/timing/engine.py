@@ -39,8 +39,11 @@ class EngineResult:
     sm_active_cycles: float           # summed over SMs
     sm_warp_cycles: float             # integral of resident warps, summed over SMs
     cta_spans: list[tuple[int, int, float, float]] = field(default_factory=list)  # (cta, sm, start, end)
-    timeline: list[tuple] | None = None   # (sm, subpartition, warp uid, t0, t1, state, op index)
-    warps: dict[int, tuple[int, int, int]] = field(default_factory=dict)   # uid -> (cta, warp in cta, slot)
+    # (sm, subpartition, warp uid, t0, t1, state, first op, last op); state indexes sm.STALL_REASONS
+    # (0 = issuing); ops are indices into the warp's OpTable (-1 for a barrier wait)
+    timeline: list[tuple] | None = None
+    # uid -> [cta, warp in cta, warp slot on its SM, warp index in its OpTable, t start, t exit]
+    warps: dict[int, list] = field(default_factory=dict)
     bandwidth_events: list[tuple[float, str, int]] | None = None
     launch_overhead_cycles: float = 0.0
     sim_events: int = 0
@@ -89,7 +92,7 @@ class Engine:
         if record_timeline:
             self.bw_events = []
             self.mem.observers.append(lambda t, kind, nbytes: self.bw_events.append((t, kind, nbytes)))
-        self.warp_info: dict[int, tuple[int, int, int]] = {}
+        self.warp_info: dict[int, list] = {}
         self._uid = 0
         self._mem_cache: dict[tuple[int, int], tuple[list, list, list]] = {}
         self._stream_cache: dict[int, tuple[list[list[int]], list[int] | None]] = {}
@@ -147,7 +150,7 @@ class Engine:
                 slot = sm.warp_rr
                 sm.warp_rr += 1
                 w.slot = slot
-                self.warp_info[self._uid] = (cid, i, slot % self.gpu.sm.max_warps)
+                self.warp_info[self._uid] = [cid, i, slot % self.gpu.sm.max_warps, wi, t, INF]
                 self._uid += 1
                 cta.warps.append(w)
                 cta.live += 1
@@ -177,6 +180,7 @@ class Engine:
         sm.resident_warps -= 1
         cta.live -= 1
         w.ready_at = INF
+        self.warp_info[w.uid][5] = t
         if cta.bar_arrived and len(cta.bar_arrived) == cta.live:
             self._release_barrier(cta)
         if cta.live == 0:
@@ -208,7 +212,7 @@ class Engine:
         for w in cta.bar_arrived:
             self.stall_cycles[4] += t - w.t_arrive
             if self.timeline is not None:
-                self.timeline.append((cta.sm.index, w.sched.index, w.uid, w.t_arrive, t, 4, -1))
+                self.timeline.append((cta.sm.index, w.sched.index, w.uid, w.t_arrive, t, 4, -1, -1))
             w.ready_at = t
             w.sched.wake()
         cta.bar_arrived = []

@@ -161,6 +161,9 @@ class MemorySystem:
         lat = self.l2_latency[sm_part][self.slice_partition[s]]
         st = self.stats
         st.l2_rd_sectors += nsec
+        if self.observers:
+            for f in self.observers:
+                f(start, "l2_read", nsec * 32)
         sset = self.l2_sets[s]
         v = sset.get(line)
         if v is not None:
@@ -190,6 +193,9 @@ class MemorySystem:
         nsec = POPCOUNT[mask]
         self.slice_free[s] = start + nsec * self.sector_cycles
         self.stats.l2_wr_sectors += nsec
+        if self.observers:
+            for f in self.observers:
+                f(start, "l2_write", nsec * 32)
         sset = self.l2_sets[s]
         v = sset.get(line)
         if v is not None:

@@ -198,6 +198,7 @@ class WarpScheduler:
         throttle = 0.0
         n = len(stream)
         pc = w.pc
+        pc0 = pc
         reason = 6  # "wait": fixed-latency dependency
         hooks = eng.timeline
         while True:
@@ -222,16 +223,16 @@ class WarpScheduler:
                         w.pc = pc
                         stall[reason] += dep_t - now
                         if hooks is not None:
-                            hooks.append((sm_id, self.index, w.uid, now, dep_t, reason, k))
+                            hooks.append((sm_id, self.index, w.uid, now, dep_t, reason, k, k))
                         return 0
                     t_end = t
                     w.pc = pc
-                    self._end_interval(w, now, t_end, issued, throttle, hooks)
+                    self._end_interval(w, now, t_end, issued, throttle, hooks, pc0)
                     w.ready_at = dep_t
                     w.reason = reason
                     stall[reason] += dep_t - max(t_end, now + issued)
                     if hooks is not None:
-                        hooks.append((sm_id, self.index, w.uid, max(t_end, now + issued), dep_t, reason, k))
+                        hooks.append((sm_id, self.index, w.uid, max(t_end, now + issued), dep_t, reason, k, k))
                     return issued
             kind = op.kind
             ni = op.n_inst
@@ -247,7 +248,7 @@ class WarpScheduler:
                 w.pc = pc + 1
                 issued += ni
                 w.n_issued += ni
-                self._end_interval(w, now, t + ni, issued, throttle, hooks)
+                self._end_interval(w, now, t + ni, issued, throttle, hooks, pc0)
                 eng.barrier_arrive(w, max(t + ni, now + issued))
                 return issued
             elif kind == _MMA:
@@ -297,17 +298,18 @@ class WarpScheduler:
                 w.pc = pc
                 if pc >= n:
                     w.done = True
-                    self._end_interval(w, now, t, issued, throttle, hooks)
+                    self._end_interval(w, now, t, issued, throttle, hooks, pc0)
                     return issued
-                self._end_interval(w, now, t, issued, throttle, hooks)
+                self._end_interval(w, now, t, issued, throttle, hooks, pc0)
                 w.ready_at = t
                 return issued
         # stream finished
         w.pc = pc
-        self._end_interval(w, now, t, issued, throttle, hooks)
+        self._end_interval(w, now, t, issued, throttle, hooks, pc0)
         return issued
 
-    def _end_interval(self, w: Warp, now: float, t: float, issued: int, throttle: float, hooks) -> None:
+    def _end_interval(self, w: Warp, now: float, t: float, issued: int, throttle: float, hooks,
+                      pc0: int) -> None:
         """Account the interval's warp-cycles: issue slots, pipe throttling, dependent-issue waits."""
         stall = self.engine.stall_cycles
         stall[0] += issued
@@ -318,9 +320,9 @@ class WarpScheduler:
             stall[5] += th
             stall[6] += span - issued - th
         w.ready_at = t if t > now + issued else now + issued
-        if hooks is not None:
-            hooks.append((self.sm.index, self.index, w.uid, now, w.ready_at, 0, w.stream[w.pc - 1]
-                          if w.pc > 0 else -1))
+        if hooks is not None and w.pc > pc0:
+            hooks.append((self.sm.index, self.index, w.uid, now, w.ready_at, 0, w.stream[pc0],
+                          w.stream[w.pc - 1]))
 
 
 class SM:
