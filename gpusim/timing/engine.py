@@ -86,6 +86,9 @@ class Engine:
         self.all_dispatched = False
         self.ctas_done = 0
         self.t_last_cta = 0.0
+        self._progress = None          # optional f(ctas_done), see run()
+        self._progress_next = 0
+        self._progress_stride = 1
         self.cta_spans: list[tuple[int, int, float, float]] = []
         self.timeline: list | None = [] if record_timeline else None
         self.bw_events: list | None = None
@@ -94,7 +97,7 @@ class Engine:
             self.mem.observers.append(lambda t, kind, nbytes: self.bw_events.append((t, kind, nbytes)))
         self.warp_info: dict[int, list] = {}
         self._uid = 0
-        self._mem_cache: dict[tuple[int, int], tuple[list, list, list]] = {}
+        self._mem_cache: dict[tuple[int, int], tuple[list, list, list, list]] = {}
         self._stream_cache: dict[int, tuple[list[list[int]], list[int] | None]] = {}
         self._table_index = {id(t): i for i, t in enumerate(trace.tables)}
 
@@ -104,7 +107,7 @@ class Engine:
         v = self._mem_cache.get(key)
         if v is None:
             m = table.ops[k].mem
-            v = (m.line.tolist(), m.smask.tolist(), m.ptr.tolist())
+            v = (m.line.tolist(), m.smask.tolist(), m.ptr.tolist(), self.mem.slices_of(m.line))
             self._mem_cache[key] = v
         return v
 
@@ -189,6 +192,9 @@ class Engine:
             self.ctas_done += 1
             self.t_last_cta = max(self.t_last_cta, t)
             self.cta_spans.append((cta.cta_id, sm.index, cta.t_start, t))
+            if self._progress is not None and self.ctas_done >= self._progress_next:
+                self._progress_next = self.ctas_done + self._progress_stride
+                self._progress(self.ctas_done)
             if self.next_cta < self.n_ctas:
                 self._dispatch_later(sm, max(0.0, t - self.env.now) + self.gpu.chip.cta_launch_cycles)
             elif self.ctas_done == self.n_ctas:
@@ -219,8 +225,14 @@ class Engine:
         cta.bar_time = 0.0
 
     # ---- run -----------------------------------------------------------------------------------------
-    def run(self) -> EngineResult:
+    def run(self, progress=None) -> EngineResult:
+        """Run the simulation to the end.  ``progress``, if given, is called with the number of CTAs retired
+        so far (about 500 times over the grid, and once with the total at the end); it only observes."""
         t0 = float(self.gpu.chip.launch_overhead_cycles)
+        if progress is not None:
+            self._progress = progress
+            self._progress_stride = max(1, self.n_ctas // 500)
+            self._progress_next = self._progress_stride
         self.trace.check() if len(self.trace.tables) < 64 else None
 
         def start(_ev):
@@ -235,6 +247,8 @@ class Engine:
         ev = self.env.timeout(t0)
         ev.callbacks.append(start)
         self.env.run()
+        if progress is not None and self.ctas_done and self._progress_next - self._progress_stride != self.ctas_done:
+            progress(self.ctas_done)
         if self.ctas_done != self.n_ctas:
             raise RuntimeError(f"engine stopped with {self.n_ctas - self.ctas_done} CTAs unfinished "
                                f"(a barrier that never completes?)")
@@ -253,6 +267,6 @@ class Engine:
             bandwidth_events=self.bw_events, launch_overhead_cycles=t0)
 
 
-def run(trace: KernelTrace, gpu: GPUConfig | str = "h100", **kw) -> EngineResult:
-    """Replay ``trace`` on ``gpu``; see ``Engine``."""
-    return Engine(trace, gpu, **kw).run()
+def run(trace: KernelTrace, gpu: GPUConfig | str = "h100", progress=None, **kw) -> EngineResult:
+    """Replay ``trace`` on ``gpu``; see ``Engine`` (``progress``: see ``Engine.run``)."""
+    return Engine(trace, gpu, **kw).run(progress=progress)

@@ -149,40 +149,13 @@ class MemorySystem:
             if dirty:
                 self._dram(t, victim, dirty, True)
 
-    def l2_read(self, sm_part: int, t: float, line: int, mask: int) -> float:
-        """Sectors ``mask`` of ``line`` requested from L2 at time ``t`` (leaving L1); return data-ready time."""
-        s = _hash(line) % self.n_slices
-        arr = t + self.xbar_cycles
-        free = self.slice_free[s]
-        start = arr if arr > free else free
-        nsec = POPCOUNT[mask]
-        self.slice_free[s] = start + nsec * self.sector_cycles
-        wait = start - arr
-        lat = self.l2_latency[sm_part][self.slice_partition[s]]
-        st = self.stats
-        st.l2_rd_sectors += nsec
-        if self.observers:
-            for f in self.observers:
-                f(start, "l2_read", nsec * 32)
-        sset = self.l2_sets[s]
-        v = sset.get(line)
-        if v is not None:
-            sset.move_to_end(line)
-            miss = mask & ~v & 15
-        else:
-            v = 0
-            miss = mask
-        if not miss:
-            st.l2_rd_hit_sectors += nsec
-            return t + lat + wait
-        st.l2_rd_hit_sectors += nsec - POPCOUNT[miss]
-        fetch = self.fetch_expand[miss] & ~v & 15
-        delay = self._dram(start + lat * 0.5, line, fetch, False)
-        if v:
-            sset[line] = v | fetch
-        else:
-            self._l2_insert(sset, line, fetch, start)
-        return t + self.dram_latency + wait + delay
+    def slices_of(self, lines) -> "list[int]":
+        """L2 slice of each line (vectorized form of ``slice_of``)."""
+        import numpy as np
+        a = np.asarray(lines, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            h = (a * np.uint64(_MIX)) >> np.uint64(29)
+        return (h % np.uint64(self.n_slices)).astype(np.int64).tolist()
 
     def l2_write(self, sm_part: int, t: float, line: int, mask: int) -> None:
         """Store sectors ``mask`` of ``line`` into L2 (write-back, no fetch: byte masks are kept)."""
@@ -230,8 +203,10 @@ class MemorySystem:
         return t + self.atomic_latency + wait + max(0.0, delay)
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
-    def load(self, sm: int, t: float, lines, masks, lo: int, hi: int, use_l1: bool) -> float:
-        """A warp's global/local load of ``lines[lo:hi]`` issued at ``t``; return when all data is back."""
+    def load(self, sm: int, t: float, lines, masks, lo: int, hi: int, use_l1: bool, slices=None) -> float:
+        """A warp's global/local load of ``lines[lo:hi]`` issued at ``t``; return when all data is back.
+
+        ``slices`` (optional) holds each line's L2 slice, precomputed with ``slices_of``."""
         n = hi - lo
         if n <= 0:
             return t
@@ -244,6 +219,14 @@ class MemorySystem:
         part = self.sm_partition[sm]
         od = self.l1_lines[sm]
         cap = self.l1_capacity
+        n_slices = self.n_slices
+        xbar = self.xbar_cycles
+        slice_free = self.slice_free
+        sec_cyc = self.sector_cycles
+        l2_sets = self.l2_sets
+        lat_row = self.l2_latency[part]
+        slice_part = self.slice_partition
+        obs = self.observers
         for i in range(lo, hi):
             line = lines[i]
             m = masks[i]
@@ -266,10 +249,48 @@ class MemorySystem:
                         od.popitem(last=False)
             else:
                 miss = m
-            r = self.l2_read(part, t0 + (i - lo), line, miss)
+            # L2 lookup, inlined for the common hit case
+            sl = slices[i] if slices is not None else _hash(line) % n_slices
+            arr = t0 + (i - lo) + xbar
+            free = slice_free[sl]
+            start = arr if arr > free else free
+            ns = POPCOUNT[miss]
+            slice_free[sl] = start + ns * sec_cyc
+            st.l2_rd_sectors += ns
+            if obs:
+                for f in obs:
+                    f(start, "l2_read", ns * 32)
+            sset = l2_sets[sl]
+            v = sset.get(line)
+            if v is not None and not (miss & ~v & 15):
+                sset.move_to_end(line)
+                st.l2_rd_hit_sectors += ns
+                r = start - xbar + lat_row[slice_part[sl]]
+            else:
+                r = self._l2_miss(part, start, line, miss, sl, v, arr)
             if r > ready:
                 ready = r
         return ready
+
+    def _l2_miss(self, part: int, start: float, line: int, miss: int, s: int, v, arr: float) -> float:
+        """The rest of an L2 read whose sectors are not all present: fetch from DRAM, fill the line."""
+        st = self.stats
+        sset = self.l2_sets[s]
+        if v is not None:
+            sset.move_to_end(line)
+            st.l2_rd_hit_sectors += POPCOUNT[miss & v & 15]
+            m2 = miss & ~v & 15
+        else:
+            v = 0
+            m2 = miss
+        fetch = self.fetch_expand[m2] & ~v & 15
+        lat = self.l2_latency[part][self.slice_partition[s]]
+        delay = self._dram(start + lat * 0.5, line, fetch, False)
+        if v:
+            sset[line] = v | fetch
+        else:
+            self._l2_insert(sset, line, fetch, start)
+        return arr - self.xbar_cycles + (start - arr) + self.dram_latency + delay
 
     def store(self, sm: int, t: float, lines, masks, lo: int, hi: int) -> float:
         """A warp's global store: L1 write-through without allocation (a cached copy is updated)."""

@@ -273,17 +273,17 @@ class WarpScheduler:
                     if kind != _STORE:
                         pend[k] = (ready, 3)
                 else:
-                    lines, masks, ptr = eng.mem_lists(table, k)
+                    lines, masks, ptr, slices = eng.mem_lists(table, k)
                     lo = ptr[w.wi]
                     hi = ptr[w.wi + 1]
                     if kind == _LOAD:
                         ready = mem.load(sm_id, t, lines, masks, lo, hi,
-                                         eng.cache_loads_l1 or m.space == _LOCAL)
+                                         eng.cache_loads_l1 or m.space == _LOCAL, slices)
                         pend[k] = (ready, 2)
                     elif kind == _STORE:
                         mem.store(sm_id, t, lines, masks, lo, hi)
                     elif kind == _ACOPY:
-                        ready = mem.load(sm_id, t, lines, masks, lo, hi, m.bytes_per_lane < 16)
+                        ready = mem.load(sm_id, t, lines, masks, lo, hi, m.bytes_per_lane < 16, slices)
                         pend[k] = (ready, 2)
                     elif kind == _ATOM:
                         lanes = eng.lanes_of(table, k, w.wi)
