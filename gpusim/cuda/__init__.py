@@ -1,0 +1,159 @@
+"""gpusim.cuda: a numba.cuda-compatible SIMT front end, drop-in for ``from numba import cuda``.
+
+    from gpusim import cuda           # or: from numba import cuda  (the same kernels run on gpusim)
+
+    @cuda.jit
+    def add(a, b, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a[i] + b[i]
+
+    add[(n + 255) // 256, 256](a, b, out)                          # runs functionally, writes ``out``
+    tr = cuda.trace_launch(add, (n + 255) // 256, 256, [a, b, out])   # ... and returns the KernelTrace
+
+A kernel runs warp-vectorized: all threads of a chunk of CTAs execute in lockstep as numpy vectors, with
+active masks for divergent control flow (``runtime.py``; the rewriting of the kernel's source is in
+``compiler.py``; per-construct instruction costs in ``costs.py``).  A plain launch records and publishes a
+trace only when ``gpusim.trace.launch_observers`` is non-empty (inside ``gpusim.session()``).
+
+What runs in kernels: ``cuda.grid/gridsize/threadIdx/blockIdx/blockDim/gridDim/laneid/warpsize``,
+``cuda.shared.array`` (shape 0 = the launch's dynamic shared memory), ``cuda.local.array``,
+``cuda.const.array_like``, ``cuda.syncthreads`` (+ ``_count/_and/_or``), ``cuda.syncwarp``, ``threadfence``,
+``cuda.atomic.add/sub/max/min/exch/cas/compare_and_swap/and_/or_/xor/inc/dec/nanmax/nanmin``, warp
+shuffles and votes, ``popc/brev/clz/ffs/fma/cbrt``, ``math.*``, numpy scalar types and math ufuncs,
+``min/max/abs/int/float/bool/len/round/pow``, ``range`` loops, ``while``, ``if/elif/else``, ``break``,
+``continue``, ``return``, ternaries, ``and/or/not``, tuples, device functions (``@cuda.jit(device=True)``,
+inlined).  ``print`` is accepted and prints nothing; ``assert`` is ignored (as numba does without debug).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .launch import DEFAULT_GPU, Kernel, jit, trace_launch
+from .memory import DeviceNDArray
+
+__all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "device_array", "device_array_like",
+           "pinned_array", "mapped_array", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
+           "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
+           "syncthreads", "syncwarp", "stream", "detect", "reference_run"]
+
+
+# ---- host API ---------------------------------------------------------------------------------------------------
+
+def to_device(obj, stream=0, copy=True, to=None):
+    """Copy a host array to (simulated) device memory."""
+    if to is not None:
+        to.copy_to_device(obj)
+        return to
+    if isinstance(obj, DeviceNDArray):
+        return obj
+    a = np.array(obj, copy=True) if copy else np.asarray(obj)
+    return DeviceNDArray(np.ascontiguousarray(a) if not (a.flags.c_contiguous or a.flags.f_contiguous) else a)
+
+
+def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
+    """Uninitialized device array (zero-filled here)."""
+    return DeviceNDArray(np.zeros(shape, dtype=dtype, order=order))
+
+
+def device_array_like(ary, stream=0):
+    a = ary._ary if isinstance(ary, DeviceNDArray) else np.asarray(ary)
+    return DeviceNDArray(np.zeros_like(a))
+
+
+def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
+    return np.zeros(shape, dtype=dtype, order=order)
+
+
+def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False, wc=False):
+    return np.zeros(shape, dtype=dtype, order=order)
+
+
+def synchronize():
+    """Launches complete before they return: nothing to wait for."""
+
+
+def is_available() -> bool:
+    return True
+
+
+def detect() -> bool:
+    print(f"gpusim simulated CUDA device ({DEFAULT_GPU})")
+    return True
+
+
+class _Stream:
+    def synchronize(self):
+        pass
+
+    def auto_synchronize(self):
+        import contextlib
+        return contextlib.nullcontext(self)
+
+
+def stream():
+    return _Stream()
+
+
+def default_stream():
+    return _Stream()
+
+
+def reference_run(kernel, grid, block, args, shared_bytes=0):
+    """Run a kernel one thread at a time (the semantic reference; see ``reference.py``)."""
+    from .reference import run_reference
+    return run_reference(kernel, grid, block, args, shared_bytes=shared_bytes)
+
+
+# ---- kernel-side names (resolved by the compiler; they do nothing on the host) -----------------------------------
+
+class _KernelOnly:
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _KernelOnly(f"{self._name}.{attr}")
+
+    def __call__(self, *a, **k):
+        raise RuntimeError(f"cuda.{self._name} can only be used inside a kernel")
+
+    def __repr__(self):
+        return f"<gpusim.cuda kernel intrinsic cuda.{self._name}>"
+
+
+threadIdx = _KernelOnly("threadIdx")
+blockIdx = _KernelOnly("blockIdx")
+blockDim = _KernelOnly("blockDim")
+gridDim = _KernelOnly("gridDim")
+laneid = _KernelOnly("laneid")
+warpsize = 32
+shared = _KernelOnly("shared")
+local = _KernelOnly("local")
+const = _KernelOnly("const")
+atomic = _KernelOnly("atomic")
+grid = _KernelOnly("grid")
+gridsize = _KernelOnly("gridsize")
+syncthreads = _KernelOnly("syncthreads")
+syncthreads_count = _KernelOnly("syncthreads_count")
+syncthreads_and = _KernelOnly("syncthreads_and")
+syncthreads_or = _KernelOnly("syncthreads_or")
+syncwarp = _KernelOnly("syncwarp")
+threadfence = _KernelOnly("threadfence")
+threadfence_block = _KernelOnly("threadfence_block")
+threadfence_system = _KernelOnly("threadfence_system")
+shfl_sync = _KernelOnly("shfl_sync")
+shfl_up_sync = _KernelOnly("shfl_up_sync")
+shfl_down_sync = _KernelOnly("shfl_down_sync")
+shfl_xor_sync = _KernelOnly("shfl_xor_sync")
+ballot_sync = _KernelOnly("ballot_sync")
+all_sync = _KernelOnly("all_sync")
+any_sync = _KernelOnly("any_sync")
+activemask = _KernelOnly("activemask")
+popc = _KernelOnly("popc")
+brev = _KernelOnly("brev")
+clz = _KernelOnly("clz")
+ffs = _KernelOnly("ffs")
+fma = _KernelOnly("fma")
+cbrt = _KernelOnly("cbrt")

@@ -1,0 +1,256 @@
+"""Launching a SIMT kernel: checks the launch against the GPU's limits, splits the grid into chunks of
+consecutive CTAs, runs each chunk in lockstep (``runtime.Chunk``) and assembles the ``KernelTrace``.
+
+Chunks execute one after another (a legal schedule: CTAs are independent, and a later chunk sees the global
+memory writes of earlier ones).  A chunk holds up to ``CHUNK_THREADS`` padded threads.
+
+The register estimate (``KernelTrace.regs_per_thread``) is ``REGISTERS_BASE`` + the peak over the kernel's
+statements of the registers its live variables need (a 64-bit value counts 2, a 32-bit or smaller one 1,
+an array argument's data pointer 2) + the registers to evaluate its deepest expression (Sethi-Ullman) +
+registers for local arrays only ever indexed with constants (kept in registers) + the peak of the inlined
+device functions.  ``meta["registers"]`` records each term.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import trace as trace_mod
+from ..config import GPUConfig, load_gpu
+from ..errors import GpusimError, LaunchError
+from ..trace import KernelTrace
+from . import costs as C_
+from . import runtime as R
+from .compiler import compile_kernel, unwrap
+from .memory import ADDRESS_SPACE, as_device_storage
+
+#: padded threads per chunk (tunable): bigger chunks mean fewer, larger numpy operations
+CHUNK_THREADS = 1 << 20
+
+#: GPU used for limits (threads per block, shared memory, banks) by plain ``kernel[grid, block](...)`` launches
+DEFAULT_GPU = "h100"
+
+
+def _dim3(x, what) -> tuple[int, int, int]:
+    if isinstance(x, (int, np.integer)):
+        t = (int(x),)
+    elif isinstance(x, (tuple, list)) and 1 <= len(x) <= 3 and all(isinstance(v, (int, np.integer)) for v in x):
+        t = tuple(int(v) for v in x)
+    else:
+        raise LaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, not {x!r}")
+    return t + (1,) * (3 - len(t))
+
+
+def _check_launch(name, grid, block, dyn_shared, ck, cfg: GPUConfig):
+    where = f"launch of kernel {name!r}: "
+    if any(g <= 0 for g in grid):
+        raise LaunchError(f"{where}grid {grid} has a zero or negative dimension (a zero-size grid launches nothing; "
+                          "CUDA reports 'invalid configuration argument')")
+    if any(b <= 0 for b in block):
+        raise LaunchError(f"{where}block {block} has a zero or negative dimension")
+    tpc = block[0] * block[1] * block[2]
+    if tpc > cfg.sm.max_threads_per_cta:
+        raise LaunchError(f"{where}{tpc} threads per block {block} exceeds the {cfg.sm.max_threads_per_cta} "
+                          f"allowed on {cfg.name}")
+    if block[0] > 1024 or block[1] > 1024 or block[2] > 64:
+        raise LaunchError(f"{where}block {block} exceeds the per-dimension limits (1024, 1024, 64)")
+    if grid[0] > 2 ** 31 - 1 or grid[1] > 65535 or grid[2] > 65535:
+        raise LaunchError(f"{where}grid {grid} exceeds the per-dimension limits (2^31-1, 65535, 65535)")
+    if dyn_shared < 0:
+        raise LaunchError(f"{where}dynamic shared memory must be >= 0 bytes, not {dyn_shared}")
+    total = ck.shared_static_bytes + dyn_shared
+    if total > cfg.sm.max_shared_per_cta_bytes:
+        raise LaunchError(f"{where}{total} bytes of shared memory per block ({ck.shared_static_bytes} static + "
+                          f"{dyn_shared} dynamic) exceeds the {cfg.sm.max_shared_per_cta_bytes} bytes per block of "
+                          f"{cfg.name}")
+
+
+def _wrap_args(ck, args):
+    params = ck.params
+    if len(args) != len(params):
+        raise LaunchError(f"kernel {ck.name!r} takes {len(params)} arguments ({', '.join(params)}), "
+                          f"{len(args)} given")
+    out = []
+    for name, a in zip(params, args):
+        out.append(_wrap_arg(ck, name, a))
+    return out
+
+
+def _wrap_arg(ck, name, a):
+    if isinstance(a, (bool, np.bool_)):
+        return R.V(np.bool_(a), (), False)
+    if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+        return R.V(np.int64(a) if isinstance(a, int) else a, (), False)
+    if isinstance(a, (float, np.floating)):
+        return R.V(np.float64(a) if isinstance(a, float) else a, (), False)
+    if isinstance(a, tuple):
+        return tuple(_wrap_arg(ck, f"{name}[{i}]", x) for i, x in enumerate(a))
+    st = as_device_storage(a)
+    if st is None:
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: unsupported type {type(a).__name__}")
+    if st.dtype.kind not in "biuf":
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: dtype {st.dtype} is not supported")
+    return R.GlobalArray(name, st, ADDRESS_SPACE.address_of(st))
+
+
+def _registers(ck, L, args) -> tuple[int, dict]:
+    widths = {}
+    for name, a in zip(ck.params, args):
+        if isinstance(a, R.GlobalArray):
+            widths[name] = 2
+        elif isinstance(a, R.V):
+            widths[name] = 2 if a.v.dtype.itemsize == 8 else 1
+        else:
+            widths[name] = 2 * len(a) if isinstance(a, tuple) else 1
+    for name, isz in L.var_dtypes.items():
+        widths.setdefault(name, 2 if isz == 8 else 1)
+
+    def peak(live):
+        n = live["n_pos"] + 2
+        acc = np.zeros(n + 1, np.int64)
+        for name, (lo, hi) in live["ranges"].items():
+            w = widths.get(name, 1)
+            acc[lo] += w
+            acc[hi + 1] -= w
+        return int(np.cumsum(acc).max()) if n else 0
+
+    fns = ck.functions
+    kernel_fn = fns[-1]        # the kernel is compiled last (after the device functions it calls)
+    main = peak(kernel_fn.live)
+    dev = max((peak(f.live) for f in fns if f.kind == "device"), default=0)
+    temps = max(f.live["temps"] for f in fns)
+    local_regs = 0
+    for s in ck.local_slots:
+        if s.index not in L.local_runtime_slots:
+            local_regs += int(np.prod(s.shape)) * max(1, s.dtype.itemsize // 4)
+    est = C_.REGISTERS_BASE + main + dev + temps + local_regs
+    est = int(min(max(est, 16), 255))
+    info = {"estimate": est, "base": C_.REGISTERS_BASE, "max_live_variables": main, "device_functions": dev,
+            "expression_temporaries": temps, "local_arrays_in_registers": local_regs,
+            "method": "base + peak live-variable registers over the kernel's statements (64-bit values count 2, "
+                      "array pointers 2) + deepest expression (Sethi-Ullman) + constant-indexed local arrays "
+                      "+ inlined device functions' peak; clamped to [16, 255]"}
+    return est, info
+
+
+def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max_registers=None):
+    """Execute a launch functionally; return its KernelTrace when ``record`` (else None)."""
+    cfg = load_gpu(gpu if gpu is not None else DEFAULT_GPU)
+    ck = compile_kernel(kernel)
+    g3 = _dim3(grid, "grid")
+    b3 = _dim3(block, "block")
+    dyn = int(shared_bytes or 0)
+    _check_launch(ck.name, g3, b3, dyn, ck, cfg)
+    wrapped = _wrap_args(ck, list(args))
+    L = R.Launch(ck, g3, b3, dyn, cfg, record, CHUNK_THREADS)
+    tables = []
+    flops = 0
+    fn = ck.fn
+    with np.errstate(all="ignore"):
+        for first in range(0, L.n_ctas, L.C):
+            ch = R.Chunk(L, first, min(L.C, L.n_ctas - first))
+            fn(ch, *wrapped)
+            if record:
+                tables.append(ch.table())
+                flops += ch.flops
+    if not record:
+        return None
+    regs, info = _registers(ck, L, wrapped)
+    if max_registers is not None:
+        if not 1 <= int(max_registers) <= cfg.sm.max_registers_per_thread:
+            raise LaunchError(f"max_registers={max_registers} is outside 1..{cfg.sm.max_registers_per_thread}")
+        info["override"] = int(max_registers)
+        regs = int(max_registers)
+    local_bytes = 0
+    for s in ck.local_slots:
+        if s.index in L.local_runtime_slots:
+            local_bytes += int(np.prod(s.shape)) * s.dtype.itemsize
+    tr = KernelTrace(
+        name=ck.name, frontend="cuda", grid=g3, block=b3, regs_per_thread=regs,
+        shared_bytes_per_cta=ck.shared_static_bytes + dyn, tables=tables, source_file=ck.file,
+        source_lines=dict(ck.source_lines), local_bytes_per_thread=local_bytes, flops=float(flops),
+        meta={"registers": info, "chunk_ctas": L.C, "shared_static_bytes": ck.shared_static_bytes,
+              "shared_dynamic_bytes": dyn, "costs": "gpusim/cuda/costs.py (initial estimates, uncalibrated)"})
+    return tr
+
+
+def trace_launch(kernel, grid, block, args, *, shared_bytes: int = 0, gpu: "GPUConfig | str" = "h100",
+                 max_registers: int | None = None, **ignored) -> KernelTrace:
+    """Execute ``kernel[grid, block](*args)`` on the simulated GPU and return its trace.
+
+    ``kernel`` is a gpusim.cuda kernel, a numba ``CUDADispatcher`` / ``FakeCUDAKernel`` or a plain Python
+    function.  Arrays in ``args`` are written in place, as device memory would be.
+    """
+    for k in ignored:
+        if k not in ("stream",):
+            raise GpusimError(f"trace_launch: unknown option {k!r}")
+    return run(kernel, grid, block, args, shared_bytes=shared_bytes, gpu=gpu, record=True,
+               max_registers=max_registers)
+
+
+def launch(kernel, grid, block, args, shared_bytes=0):
+    """A plain ``kernel[grid, block](...)``: execute; record and publish the trace only if someone listens."""
+    record = bool(trace_mod.launch_observers)
+    tr = run(kernel, grid, block, args, shared_bytes=shared_bytes, record=record)
+    if record:
+        trace_mod.publish_launch(tr)
+
+
+class Kernel:
+    """A ``@cuda.jit`` function: launch with ``kernel[grid, block](*args)`` (or call inlined from a kernel
+    when ``device=True``)."""
+
+    _gpusim_frontend = "cuda"
+
+    def __init__(self, py_func, device=False, **options):
+        self.py_func = py_func
+        self.device = bool(device)
+        self.options = options
+        self.__name__ = py_func.__name__
+        self.__qualname__ = getattr(py_func, "__qualname__", py_func.__name__)
+        self.__doc__ = py_func.__doc__
+        self.__module__ = py_func.__module__
+        self.__wrapped__ = py_func
+
+    def __getitem__(self, config):
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise LaunchError("launch configuration must be [grid, block] or [grid, block, stream, shared_bytes]")
+        grid, block = config[0], config[1]
+        shared = config[3] if len(config) == 4 else 0
+        return _Launcher(self, grid, block, shared)
+
+    def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
+        tpb = tpb or 128
+        return _Launcher(self, max(1, -(-int(ntasks) // tpb)), tpb, sharedmem)
+
+    def __call__(self, *args, **kw):
+        if self.device:
+            return self.py_func(*args, **kw)
+        raise LaunchError(f"kernel {self.__name__!r} needs a launch configuration: {self.__name__}[blocks, threads]"
+                          "(...)")
+
+    def __repr__(self):
+        return f"<gpusim.cuda kernel {self.__name__}{' (device)' if self.device else ''}>"
+
+
+class _Launcher:
+    def __init__(self, kernel, grid, block, shared):
+        self.kernel, self.grid, self.block, self.shared = kernel, grid, block, shared
+
+    def __call__(self, *args):
+        launch(self.kernel, self.grid, self.block, args, self.shared)
+
+
+def jit(func_or_sig=None, device=False, **options):
+    """``@cuda.jit``, ``@cuda.jit(...)``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(device=True)``.
+
+    numba options (fastmath, cache, debug, lineinfo, opt, inline, max_registers ...) are accepted and ignored.
+    """
+    if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)):
+        return Kernel(func_or_sig, device=device, **options)
+
+    def deco(f):
+        return Kernel(f, device=device, **options)
+    return deco
+
+
+__all__ = ["jit", "Kernel", "trace_launch", "run", "launch", "unwrap", "CHUNK_THREADS", "DEFAULT_GPU"]
