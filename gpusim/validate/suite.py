@@ -1,0 +1,291 @@
+"""The validation suite: which kernels from ``kernels/`` run with which parameters, and what must hold.
+
+A :class:`Case` names a kernel file and the keyword arguments of its ``launch()``.  The same case list drives
+the hardware harness (``collect.py``, which runs each case on an H100 under real Triton / numba-cuda), the
+CPU dry run of that harness (``collect --cpu-check``, through the real front ends' CPU modes at tiny sizes)
+and the comparison with gpusim.  ``PAIRS`` lists ordered pairs (slower, faster) whose order a model must get
+right: they are the effects the lectures are about.
+
+Sizes are chosen twice over: large enough that the hardware effect is visible on an H100, small enough that
+the pure-Python simulator can replay every case in CI (most cases are a few million warp-instructions; the
+1024 matmuls and the 2^26 vector add are the heavy ones).  This module imports only the standard library;
+``load_case`` imports the kernel file (numpy and numba or Triton, or gpusim's front ends as their fallback).
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KERNELS_DIR = REPO_ROOT / "kernels"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One launch of one kernel file.
+
+    ``kernel_file`` is relative to the repository root; ``params`` are passed to its ``launch()``;
+    ``group`` gathers the cases of one experiment (a sweep); ``note`` says what the case shows;
+    ``cpu_params`` override ``params`` (after the file's entry in ``CPU_PARAMS``) for the tiny CPU-mode run.
+    """
+    name: str
+    kernel_file: str
+    params: dict = field(default_factory=dict)
+    group: str = ""
+    note: str = ""
+    cpu_params: dict = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return REPO_ROOT / self.kernel_file
+
+    @property
+    def frontend(self) -> str:
+        """"triton" for tile kernels (files named ``tl_*.py``), "cuda" for numba-cuda thread kernels."""
+        return "triton" if Path(self.kernel_file).name.startswith("tl_") else "cuda"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kernel_file": self.kernel_file, "params": dict(self.params),
+                "group": self.group, "note": self.note, "frontend": self.frontend}
+
+
+# Tiny sizes for the CPU modes (numba's simulator runs ~100 us per thread, Triton's interpreter ~1 ms per
+# program): merged over a case's params for `collect --cpu-check`, and over the file's defaults for the
+# contract tests.  Keys that set the experiment (stride, group, walk, op, tile config, causal) are kept.
+CPU_PARAMS: dict[str, dict[str, Any]] = {
+    "kernels/vector_add.py": {"n": 3000},
+    "kernels/strided_read.py": {"n": 2000},
+    "kernels/divergence.py": {"n": 512, "iters": 8},
+    "kernels/row_col_sum.py": {"n": 40},
+    "kernels/matmul_naive.py": {"n": 40},
+    "kernels/matmul_tiled.py": {"n": 20},
+    "kernels/bank_conflicts.py": {"blocks": 2, "block": 64, "reps": 8},
+    "kernels/grid_stride_copy.py": {"n": 5000, "blocks": 3},
+    "kernels/reduction.py": {"n": 1500},
+    "kernels/math_throughput.py": {"n": 300, "iters": 4},
+    "kernels/tl_vector_add.py": {"n": 5000},
+    "kernels/tl_sincos.py": {"n": 5000},
+    "kernels/tl_softmax.py": {"n_rows": 5},
+    "kernels/tl_matmul.py": {"M": 70, "N": 70, "K": 70},
+    "kernels/tl_flash_attn_fwd.py": {"Z": 1, "H": 2, "N_CTX": 256},
+    "kernels/tl_flash_attn_bwd.py": {"Z": 1, "H": 1, "N_CTX": 128},
+    "kernels/tl_attention_naive.py": {"Z": 1, "H": 2, "N_CTX": 128},
+}
+
+KERNEL_FILES = sorted(CPU_PARAMS)
+
+MM_CONFIGS = {
+    # name: (BM, BN, BK, num_warps, num_stages): the Hopper config of the Triton tutorial and a small one
+    "128x128x64": (128, 128, 64, 8, 3),
+    "64x64x32": (64, 64, 32, 4, 4),
+}
+
+
+def _build_cases() -> list[Case]:
+    cases: list[Case] = []
+
+    def add(name, kernel, params, group, note="", cpu=None):
+        cases.append(Case(name, f"kernels/{kernel}.py", dict(params), group, note, dict(cpu or {})))
+
+    # -- memory-bound streaming: from a few blocks to hundreds of waves (one wave = 132 SMs x 8 blocks)
+    for p in range(10, 27, 2):
+        n = 1 << p
+        add(f"vector_add_n{n}", "vector_add", {"n": n}, "stream",
+            f"2^{p} floats: {n * 12 / 2**20:.3g} MiB moved, {-(-n // 256) / 1056:.3g} waves of 256-thread blocks")
+    for kb in (0, 16, 48, 100, 200):
+        add(f"grid_stride_copy_smem{kb}k", "grid_stride_copy",
+            {"n": 1 << 24, "dyn_shared_bytes": kb * 1024, "blocks": 1056}, "occupancy_smem",
+            f"{kb} KB dynamic shared memory per block limits resident blocks per SM")
+    # -- coalescing
+    for s in (1, 2, 4, 8, 16, 32):
+        add(f"strided_read_s{s}", "strided_read", {"n": 1 << 21, "stride": s}, "strided",
+            f"stride {s} floats: {min(s, 8) * 4} sectors per warp request")
+    for n in (1024, 4096):
+        for walk in ("row", "col"):
+            add(f"row_col_sum_{walk}_n{n}", "row_col_sum", {"n": n, "walk": walk}, "row_col",
+                "each thread walks a row: uncoalesced" if walk == "row" else "each thread walks a column: coalesced")
+    # -- divergence
+    for g in (32, 16, 8, 4, 2, 1):
+        add(f"divergence_g{g}", "divergence", {"n": 1 << 18, "group": g, "iters": 64}, "divergence",
+            "warp-uniform branch" if g >= 32 else f"runs of {g} threads per path: both paths in every warp")
+    # -- tiling
+    for n in (256, 512, 1024):
+        add(f"matmul_naive_n{n}", "matmul_naive", {"n": n}, "matmul_simt", "global loads only")
+        add(f"matmul_tiled_n{n}", "matmul_tiled", {"n": n}, "matmul_simt", "16x16 shared-memory tiles")
+    # -- shared-memory banks
+    for s in (1, 2, 4, 8, 16, 32, 33):
+        add(f"bank_conflicts_s{s}", "bank_conflicts", {"stride": s, "reps": 256, "blocks": 132}, "bank_conflicts",
+            f"{_gcd(s, 32)} wavefronts per warp load")
+    # -- reduction
+    add("reduction_n1048576", "reduction", {"n": 1 << 20}, "reduction", "one element per thread")
+    add("reduction_n16777216", "reduction", {"n": 1 << 24}, "reduction",
+        "one element per thread: 65536 blocks, 65536 atomics on one address")
+    add("reduction_n16777216_b1056", "reduction", {"n": 1 << 24, "blocks": 1056}, "reduction",
+        "grid-stride partial sums, one wave of blocks", cpu={"blocks": 2})
+    # -- pipe throughputs
+    for op, iters in (("fp32", 64), ("fp64", 64), ("sin", 16), ("exp", 16)):
+        add(f"math_{op}", "math_throughput", {"op": op, "n": 1 << 18, "iters": iters}, "math",
+            f"{op} chains, compute-bound")
+
+    # ---- Triton tile kernels
+    for p in (12, 16, 20, 24):
+        add(f"tl_vector_add_n{1 << p}", "tl_vector_add", {"n": 1 << p}, "tl_stream", "fp16, 16-byte vector access")
+    add("tl_vector_add_f32_n16777216", "tl_vector_add", {"n": 1 << 24, "dtype": "float32"}, "tl_stream",
+        "fp32: same bytes as vector_add_n16777216")
+    for p in (20, 24):
+        for fused in (True, False):
+            add(f"tl_sincos_{'fused' if fused else 'unfused'}_n{1 << p}", "tl_sincos", {"n": 1 << p, "fused": fused},
+                "fusion", "one kernel, 4 B/element" if fused else "five kernels, 26 B/element")
+    for rows, cols in ((2048, 1024), (1823, 781), (256, 8192)):
+        add(f"tl_softmax_{rows}x{cols}", "tl_softmax", {"n_rows": rows, "n_cols": cols}, "softmax",
+            "one program per row")
+    for size in (1408, 1409, 1536, 2048, 2049, 2064, 4096):
+        for cfg, (bm, bn, bk, w, st) in MM_CONFIGS.items():
+            small = 48 + size % 16            # keeps the size's residue mod 16 at a tiny size
+            add(f"tl_matmul_{size}_{cfg}", "tl_matmul",
+                {"M": size, "N": size, "K": size, "BM": bm, "BN": bn, "BK": bk, "num_warps": w, "num_stages": st,
+                 "GROUP_M": 8}, "tl_matmul",
+                ("divisible by 16: 16-byte vector loads" if size % 16 == 0 else "not divisible by 16: narrow loads")
+                + f"; {-(-size // bm) * -(-size // bn)} tiles on 132 SMs",
+                cpu={"M": small, "N": small, "K": small})
+    for d in (64, 128):
+        for p in range(9, 15):
+            n = 1 << p
+            zh = 65536 // n
+            h = min(zh, 16)
+            add(f"fa_fwd_d{d}_n{n}", "tl_flash_attn_fwd",
+                {"Z": zh // h, "H": h, "N_CTX": n, "HEAD_DIM": d, "causal": False, "BLOCK_M": 128, "BLOCK_N": 64,
+                 "num_warps": 4 if d == 64 else 8, "num_stages": 3}, "flash_attn",
+                f"Z*H*N_CTX = 65536: {zh * n // 128} programs of 128 queries")
+        add(f"fa_fwd_d{d}_n4096_causal", "tl_flash_attn_fwd",
+            {"Z": 1, "H": 16, "N_CTX": 4096, "HEAD_DIM": d, "causal": True, "BLOCK_M": 128, "BLOCK_N": 64,
+             "num_warps": 4 if d == 64 else 8, "num_stages": 3}, "flash_attn", "causal: about half the work")
+    add("fa_bwd_d64_n1024", "tl_flash_attn_bwd",
+        {"Z": 1, "H": 16, "N_CTX": 1024, "HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4,
+         "num_stages": 2}, "flash_attn_bwd", "preprocess + dK/dV + dQ, recomputing P")
+    add("fa_bwd_d128_n2048", "tl_flash_attn_bwd",
+        {"Z": 1, "H": 8, "N_CTX": 2048, "HEAD_DIM": 128, "BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 8,
+         "num_stages": 2}, "flash_attn_bwd", "preprocess + dK/dV + dQ, recomputing P",
+        cpu={"HEAD_DIM": 128})
+    for n, z in ((1024, 4), (2048, 2)):
+        add(f"attn_naive_d64_n{n}", "tl_attention_naive",
+            {"Z": z, "H": 16, "N_CTX": n, "HEAD_DIM": 64}, "attention_io",
+            f"S and P ({z * 16 * n * n * 2 / 2**20:.0f} MiB each) round-trip through DRAM")
+    return cases
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+CASES: list[Case] = _build_cases()
+
+# (slower, faster): orders a model must reproduce
+PAIRS: list[tuple[str, str]] = [
+    ("divergence_g1", "divergence_g32"),                            # fully divergent vs warp-uniform
+    ("divergence_g16", "divergence_g32"),                           # half-warps diverge: already both paths
+    ("strided_read_s32", "strided_read_s1"),                        # 32 vs 4 sectors per request
+    ("strided_read_s8", "strided_read_s1"),
+    ("row_col_sum_row_n1024", "row_col_sum_col_n1024"),             # row walk (uncoalesced) vs column walk
+    ("row_col_sum_row_n4096", "row_col_sum_col_n4096"),
+    ("matmul_naive_n512", "matmul_tiled_n512"),                     # shared-memory tiling
+    ("matmul_naive_n1024", "matmul_tiled_n1024"),
+    ("bank_conflicts_s32", "bank_conflicts_s33"),                   # 32-way conflict vs padded stride
+    ("bank_conflicts_s32", "bank_conflicts_s1"),
+    ("bank_conflicts_s16", "bank_conflicts_s1"),
+    ("grid_stride_copy_smem200k", "grid_stride_copy_smem0k"),        # 8 vs 64 warps per SM
+    ("math_fp64", "math_fp32"),                                     # fp64 pipe at half the fp32 rate
+    ("tl_sincos_unfused_n1048576", "tl_sincos_fused_n1048576"),     # fusion
+    ("tl_sincos_unfused_n16777216", "tl_sincos_fused_n16777216"),
+    ("tl_matmul_1409_128x128x64", "tl_matmul_1408_128x128x64"),     # one more row breaks 16-divisibility
+    ("tl_matmul_1409_64x64x32", "tl_matmul_1408_64x64x32"),
+    ("tl_matmul_2049_128x128x64", "tl_matmul_2048_128x128x64"),
+    ("tl_matmul_2049_64x64x32", "tl_matmul_2048_64x64x32"),
+    ("tl_matmul_2049_128x128x64", "tl_matmul_2064_128x128x64"),     # larger but divisible is faster
+    ("attn_naive_d64_n1024", "fa_fwd_d64_n1024"),                   # FlashAttention's I/O savings
+    ("attn_naive_d64_n2048", "fa_fwd_d64_n2048"),
+    ("fa_fwd_d64_n4096", "fa_fwd_d64_n4096_causal"),                # causal skips half the blocks
+    ("fa_fwd_d128_n4096", "fa_fwd_d128_n4096_causal"),
+]
+
+_BY_NAME = {c.name: c for c in CASES}
+
+
+def case_by_name(name: str) -> Case:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no case named {name!r} in gpusim.validate.suite.CASES") from None
+
+
+def select(pattern: str | None = None, shard: str | None = None, cases: Iterable[Case] | None = None) -> list[Case]:
+    """Cases whose name matches ``pattern`` (``re.search``), then shard ``"i/n"`` (1-based: every n-th case
+    starting at the i-th, so each shard gets a mix of groups)."""
+    out = list(CASES if cases is None else cases)
+    if pattern:
+        rx = re.compile(pattern)
+        out = [c for c in out if rx.search(c.name)]
+    if shard:
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", shard)
+        if not m or not (1 <= int(m.group(1)) <= int(m.group(2))):
+            raise ValueError(f"shard must be 'i/n' with 1 <= i <= n, got {shard!r}")
+        i, n = int(m.group(1)), int(m.group(2))
+        out = out[i - 1::n]
+    return out
+
+
+def cpu_params(case: Case) -> dict:
+    """The case's params shrunk for the CPU modes: params, then CPU_PARAMS[file], then the case's cpu_params."""
+    merged = dict(case.params)
+    merged.update(CPU_PARAMS.get(case.kernel_file, {}))
+    merged.update(case.cpu_params)
+    return merged
+
+
+_MODULES: dict[str, Any] = {}
+
+
+def module_name(path: Path) -> str:
+    """The import name of a kernel file: ``kernels/tl_matmul.py`` -> ``gpusim_kernels_tl_matmul``."""
+    return "gpusim_kernels_" + re.sub(r"\W", "_", Path(path).stem)
+
+
+def load_kernel_module(path: str | Path):
+    """Import a kernel file by path (once per process; its jitted kernels keep their compile caches)."""
+    path = Path(path)
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    path = path.resolve()
+    key = str(path)
+    if key in _MODULES:
+        return _MODULES[key]
+    if not path.is_file():
+        raise FileNotFoundError(f"kernel file not found: {path}")
+    name = module_name(path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    if not callable(getattr(module, "launch", None)):
+        raise AttributeError(f"{path} has no launch(**params) function (see kernels/README.md)")
+    _MODULES[key] = module
+    return module
+
+
+def load_case(case: Case, params: dict | None = None) -> dict:
+    """Import the case's kernel file and return ``launch(**params)`` (the case's own params by default)."""
+    module = load_kernel_module(case.path)
+    spec = module.launch(**(case.params if params is None else params))
+    if not isinstance(spec, dict):
+        raise TypeError(f"{case.kernel_file}: launch() returned {type(spec).__name__}, expected dict")
+    return spec
