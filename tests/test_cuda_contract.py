@@ -1,0 +1,130 @@
+"""The compatibility contract of gpusim.cuda: every CUDA kernel in kernels/ computes the same outputs under
+gpusim as under numba's own CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, run in a subprocess), at reduced
+sizes (the simulator runs about 100 us per thread)."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.contract
+pytest.importorskip("numba")
+pytest.importorskip("numba.cuda")
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "kernels"
+
+#: small launches per kernel file (keyword arguments of its launch()); files not listed use {"n": 2048}
+#: when launch() takes n, else their defaults
+SMALL = {
+    "bank_conflicts": [{"stride": 33, "reps": 2, "blocks": 2, "block": 64}, {"stride": 4, "reps": 2, "blocks": 2,
+                                                                            "block": 64}],
+    "divergence": [{"n": 512, "iters": 3, "group": 8}, {"n": 300, "iters": 2, "group": 32, "block": 64}],
+    "grid_stride_copy": [{"n": 4096, "dyn_shared_bytes": 1024, "blocks": 4, "block": 64}],
+    "math_throughput": [{"op": op, "n": 256, "iters": 3} for op in ("fp32", "fp64", "sin", "exp")],
+    "matmul_naive": [{"n": 32, "block": 16}],
+    "matmul_tiled": [{"n": 32}],
+    "reduction": [{"n": 2048}, {"n": 3000, "blocks": 3}],
+    "row_col_sum": [{"n": 64, "walk": "row"}, {"n": 64, "walk": "col"}],
+    "strided_read": [{"n": 2048, "stride": 4}],
+    "vector_add": [{"n": 2000}],
+}
+
+
+def _cuda_files():
+    out = []
+    for p in sorted(KERNELS.glob("*.py")):
+        if p.name.startswith("tl_") or p.name.startswith("_"):
+            continue
+        if "cuda.jit" not in p.read_text():
+            continue
+        out.append(p)
+    return out
+
+
+def _cases():
+    cases = []
+    for p in _cuda_files():
+        kws = SMALL.get(p.stem)
+        if kws is None:
+            src = p.read_text()
+            kws = [{"n": 2048}] if "def launch(n" in src or "def launch(\n    n" in src else [{}]
+        for i, kw in enumerate(kws):
+            cases.append(pytest.param(p, kw, id=f"{p.stem}-{i}"))
+    return cases
+
+
+def _load(path: Path, tag: str):
+    spec = importlib.util.spec_from_file_location(f"_contract_{path.stem}_{tag}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _steps(L):
+    if "steps" in L:
+        return list(L["steps"])
+    return [{k: L[k] for k in ("kernel", "grid", "block", "args", "shared_bytes") if k in L}]
+
+
+_SIM_SCRIPT = textwrap.dedent("""
+    import importlib.util, json, sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    try:
+        from gpusim.validate.cpumodes import patch_numba_cudasim
+        patch_numba_cudasim()
+    except ImportError:
+        pass
+    path, kw, out = sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+    spec = importlib.util.spec_from_file_location("k", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    L = mod.launch(**kw)
+    steps = L["steps"] if "steps" in L else [L]
+    arrays = {}
+    for s, st in enumerate(steps):
+        st["kernel"][st["grid"], st["block"], 0, st.get("shared_bytes", 0)](*st["args"])
+    for s, st in enumerate(steps):
+        for j, a in enumerate(st["args"]):
+            if isinstance(a, np.ndarray):
+                arrays[f"s{s}_a{j}"] = a
+    np.savez(out, **arrays)
+""")
+
+
+@pytest.mark.parametrize("path,kw", _cases())
+def test_kernel_matches_numba_simulator(path, kw, tmp_path):
+    out = tmp_path / "sim.npz"
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", _SIM_SCRIPT, str(ROOT), str(path), json.dumps(kw), str(out)],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"numba's simulator failed on {path.name} {kw}:\n{r.stderr[-3000:]}"
+    sim = np.load(out)
+
+    from gpusim.cuda.launch import run
+    mod = _load(path, "gpusim")
+    L = mod.launch(**kw)
+    steps = _steps(L)
+    for st in steps:
+        run(st["kernel"], st["grid"], st["block"], st["args"], shared_bytes=st.get("shared_bytes", 0),
+            record=False)
+    rtol = max(float(L.get("rtol", 1e-6)), 1e-6)
+    atol = max(float(L.get("atol", 1e-6)), 1e-6)
+    compared = 0
+    for s, st in enumerate(steps):
+        for j, a in enumerate(st["args"]):
+            if isinstance(a, np.ndarray):
+                np.testing.assert_allclose(a, sim[f"s{s}_a{j}"], rtol=rtol, atol=atol,
+                                           err_msg=f"{path.name} {kw}: argument {j} of step {s}")
+                compared += 1
+    assert compared >= 1
+    # and both equal the file's numpy reference
+    for key, exp in L["reference"]().items():
+        got = L["args"][key] if not isinstance(key, tuple) else steps[key[0]]["args"][key[1]]
+        np.testing.assert_allclose(np.asarray(got), exp, rtol=rtol, atol=atol)

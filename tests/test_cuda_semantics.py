@@ -1,0 +1,578 @@
+"""gpusim.cuda: what SIMT kernels compute — control flow under masks, numba typing, atomics, shared/local
+memory, device functions, grids, the DeviceNDArray API, and the errors bad kernels and launches raise."""
+import math
+
+import numpy as np
+import pytest
+
+from gpusim import cuda
+from gpusim.cuda import trace_launch
+from gpusim.errors import BarrierDivergence, CompileError, LaunchError, OutOfBounds, UnsupportedConstruct
+from gpusim.trace import Pipe, Space
+
+TILE = 4            # a global constant read by kernels (frozen at compile time, as numba does)
+THIS = __file__
+
+
+def run(kernel, grid, block, *args, shared=0):
+    tr = trace_launch(kernel, grid, block, list(args), shared_bytes=shared)
+    tr.check()
+    return tr
+
+
+# ---- control flow -----------------------------------------------------------------------------------------
+
+@cuda.jit
+def k_nested_if(a, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        x = a[i]
+        if x % 3 == 0:
+            if x % 2 == 0:
+                y = 10
+            else:
+                y = 11
+        elif x % 3 == 1:
+            y = 20
+        else:
+            y = 30 if x > 50 else 31
+        out[i] = y + x
+
+
+def test_nested_divergent_if_elif_else():
+    a = np.arange(100, dtype=np.int64)
+    out = np.full(100, -1, np.int64)
+    run(k_nested_if, 4, 32, a, out)           # 128 threads, 28 idle
+    y = np.where(a % 3 == 0, np.where(a % 2 == 0, 10, 11), np.where(a % 3 == 1, 20, np.where(a > 50, 30, 31)))
+    np.testing.assert_array_equal(out, y + a)
+
+
+@cuda.jit
+def k_loops(out):
+    i = cuda.grid(1)
+    s = 0
+    for k in range(i % 7):              # lane-varying trip count
+        s += k
+    t = 0
+    for k in range(i, 3 * i, 2):        # lane-varying start and stop, step 2
+        t += 1
+    u = 0
+    for k in range(i % 5, -1, -1):      # negative step
+        u = u * 2 + k
+    n = i
+    steps = 0
+    while n != 1 and n > 0:             # Collatz: lane-varying while
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    out[i, 0] = s
+    out[i, 1] = t
+    out[i, 2] = u
+    out[i, 3] = steps
+
+
+def test_loops_with_lane_varying_bounds_and_while():
+    out = np.zeros((96, 4), np.int64)
+    run(k_loops, 3, 32, out)
+    for i in range(96):
+        u = 0
+        for k in range(i % 5, -1, -1):
+            u = u * 2 + k
+        n, steps = i, 0
+        while n != 1 and n > 0:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            steps += 1
+        assert list(out[i]) == [sum(range(i % 7)), len(range(i, 3 * i, 2)), u, steps], i
+
+
+@cuda.jit
+def k_break_continue_return(out):
+    i = cuda.grid(1)
+    out[i, 0] = -1
+    acc = 0
+    for k in range(20):
+        if k == i % 11:
+            break
+        if k % 3 == 1:
+            continue
+        acc += k
+    out[i, 1] = acc
+    j = 0
+    while True:
+        j += 1
+        if j * j > i:
+            break
+    out[i, 2] = j
+    if i % 4 == 3:
+        return
+    out[i, 0] = i
+    for k in range(5):
+        if k == 2 and i % 2 == 0:
+            return                      # return from inside a loop
+    out[i, 3] = 7
+
+
+def test_break_continue_early_return():
+    out = np.full((64, 4), -5, np.int64)
+    run(k_break_continue_return, 2, 32, out)
+    for i in range(64):
+        acc = 0
+        for k in range(20):
+            if k == i % 11:
+                break
+            if k % 3 == 1:
+                continue
+            acc += k
+        j = 0
+        while True:
+            j += 1
+            if j * j > i:
+                break
+        returned_early = i % 4 == 3
+        exp = [-1 if returned_early else i, acc, j, -5 if (returned_early or i % 2 == 0) else 7]
+        assert list(out[i]) == exp, (i, list(out[i]), exp)
+
+
+@cuda.jit
+def k_short_circuit(a, out):
+    i = cuda.grid(1)
+    # a has fewer elements than threads: the right operand must only be evaluated where i < a.size
+    if i < a.size and a[i] > 0:
+        out[i] = 1
+    elif i >= a.size or a[i] < -5:
+        out[i] = 2
+    else:
+        out[i] = 3
+    b = not (i % 2 == 0)
+    if b:
+        out[i] += 10
+
+
+def test_short_circuit_guards_loads():
+    a = np.array([1, -1, -10, 0, 5], np.int64)
+    out = np.zeros(8, np.int64)
+    run(k_short_circuit, 1, 8, a, out)
+    exp = np.array([1, 3, 2, 3, 1, 2, 2, 2]) + np.array([0, 10] * 4)
+    np.testing.assert_array_equal(out, exp)
+
+
+# ---- typing ---------------------------------------------------------------------------------------------------
+
+@cuda.jit
+def k_typing(a, out):
+    i = cuda.grid(1)
+    x = a[i]                                   # float32
+    out[i, 0] = x * np.float32(0.1)           # float32 * float32 -> float32
+    out[i, 1] = x * 0.1                        # float32 * float64 literal -> float64
+    out[i, 2] = i / 2                          # int / int -> float64
+    out[i, 3] = (i - 5) // 2                   # floor division on negatives (Python semantics)
+    out[i, 4] = (i - 5) % 3
+    out[i, 5] = math.sqrt(x)                   # float32 in, float32 out
+    out[i, 6] = math.floor(-x)                 # floor -> int
+    out[i, 7] = x + 1                          # float32 + int64 -> float64
+    out[i, 8] = np.float32(x / np.float32(3.0))
+
+
+def test_numba_typing_rules():
+    a = np.linspace(0.3, 7.9, 16).astype(np.float32)
+    out = np.zeros((16, 9), np.float64)
+    tr = run(k_typing, 1, 16, a, out)
+    i = np.arange(16)
+    np.testing.assert_array_equal(out[:, 0], (a * np.float32(0.1)).astype(np.float64))
+    np.testing.assert_array_equal(out[:, 1], a.astype(np.float64) * 0.1)
+    assert not np.array_equal(out[:, 0], out[:, 1])     # the two typings really differ
+    np.testing.assert_array_equal(out[:, 2], i / 2)
+    np.testing.assert_array_equal(out[:, 3], (i - 5) // 2)
+    np.testing.assert_array_equal(out[:, 4], (i - 5) % 3)
+    np.testing.assert_array_equal(out[:, 5], np.sqrt(a).astype(np.float64))
+    np.testing.assert_array_equal(out[:, 6], np.floor(-a.astype(np.float64)))
+    np.testing.assert_array_equal(out[:, 7], a.astype(np.float64) + 1)
+    np.testing.assert_array_equal(out[:, 8], (a / np.float32(3)).astype(np.float64))
+    # the dtype decides the pipe: the float32 product is an FMUL, the float64 one a DMUL after an F2F
+    labels = [(op.label, op.pipe, op.line) for op in tr.tables[0].ops]
+    line0 = k_typing.py_func.__code__.co_firstlineno + 4
+    assert ("FMUL", Pipe.FP32, line0) in labels
+    assert ("DMUL", Pipe.FP64, line0 + 1) in labels
+    assert ("F2F.F64.F32", Pipe.FP64, line0 + 1) in labels
+    assert not any(lb == "DMUL" and ln == line0 for lb, _, ln in labels)
+
+
+# ---- atomics ----------------------------------------------------------------------------------------------------
+
+@cuda.jit
+def k_atomics(a, counter, olds, fsum, mx, mn, flag, winners, exch, got):
+    i = cuda.grid(1)
+    olds[i] = cuda.atomic.add(counter, 0, 1)          # every thread on one address
+    cuda.atomic.add(fsum, i % 3, a[i])
+    cuda.atomic.max(mx, 0, a[i])
+    cuda.atomic.min(mn, 0, a[i])
+    old = cuda.atomic.cas(flag, 0, 0, i + 1)          # first thread wins
+    if old == 0:
+        cuda.atomic.add(winners, 0, 1)
+    got[i] = cuda.atomic.exch(exch, 0, i)
+
+
+def test_atomics_exact_under_contention():
+    n = 300
+    a = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    counter = np.zeros(1, np.int64)
+    olds = np.zeros(n, np.int64)
+    fsum = np.zeros(3, np.float32)
+    mx = np.full(1, -np.inf, np.float32)
+    mn = np.full(1, np.inf, np.float32)
+    flag = np.zeros(1, np.int32)
+    winners = np.zeros(1, np.int32)
+    exch = np.full(1, -7, np.int64)
+    got = np.zeros(n, np.int64)
+    tr = run(k_atomics, 3, 100, a, counter, olds, fsum, mx, mn, flag, winners, exch, got)
+    assert counter[0] == n
+    np.testing.assert_array_equal(olds, np.arange(n))   # thread order is the atomic order
+    for r in range(3):                                   # sequential float32 accumulation, thread order
+        acc = np.float32(0)
+        for v in a[r::3]:
+            acc = np.float32(acc + v)
+        assert fsum[r] == acc
+    assert mx[0] == a.max() and mn[0] == a.min()
+    assert flag[0] == 1 and winners[0] == 1
+    # exch chain: thread i receives the value thread i-1 swapped in, thread 0 the initial -7
+    assert exch[0] == n - 1 and got[0] == -7 and list(got[1:]) == list(range(n - 1))
+    kinds = {op.label for op in tr.tables[0].ops}
+    assert "ATOMG.E.ADD.64" in kinds and "RED.E.ADD.32" in kinds and "ATOMG.E.CAS.32" in kinds
+
+
+@cuda.jit
+def k_shared_histogram(x, hist):
+    h = cuda.shared.array(8, np.int32)
+    t = cuda.threadIdx.x
+    if t < 8:
+        h[t] = 0
+    cuda.syncthreads()
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(h, x[i] % 8, 1)
+    cuda.syncthreads()
+    if t < 8:
+        cuda.atomic.add(hist, t, h[t])
+
+
+def test_shared_atomics_histogram():
+    x = np.random.default_rng(2).integers(0, 1000, 1000)
+    hist = np.zeros(8, np.int32)
+    tr = run(k_shared_histogram, 8, 128, x, hist)
+    np.testing.assert_array_equal(hist, np.bincount(x % 8, minlength=8))
+    assert any(op.label.startswith("ATOMS.ADD") and op.mem.space == Space.SHARED for op in tr.tables[0].ops)
+
+
+# ---- shared, dynamic shared and local memory --------------------------------------------------------------------
+
+@cuda.jit
+def k_reverse(a, out):
+    s = cuda.shared.array(64, np.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    s[t] = a[i]
+    cuda.syncthreads()
+    out[i] = s[cuda.blockDim.x - 1 - t]
+
+
+def test_shared_memory_and_syncthreads():
+    a = np.arange(256, dtype=np.float32)
+    out = np.zeros_like(a)
+    tr = run(k_reverse, 4, 64, a, out)
+    np.testing.assert_array_equal(out, a.reshape(4, 64)[:, ::-1].ravel())
+    assert tr.shared_bytes_per_cta == 256
+    assert sum(op.label == "BAR.SYNC" for op in tr.tables[0].ops) == 1
+
+
+@cuda.jit
+def k_dynamic(a, out):
+    f = cuda.shared.array(0, np.float32)        # the launch's dynamic shared memory ...
+    w = cuda.shared.array(0, np.int32)          # ... seen through a second dtype (aliases it)
+    st = cuda.shared.array(3, np.float64)       # a static array before it
+    t = cuda.threadIdx.x
+    st[0] = 1.0
+    f[t] = a[t] * 2
+    cuda.syncthreads()
+    out[t, 0] = f[f.size - 1 - t]
+    out[t, 1] = w[t]                            # the int32 view of the float bits
+    out[t, 2] = f.size
+
+
+def test_dynamic_shared_memory():
+    a = np.arange(32, dtype=np.float32) + 0.5
+    out = np.zeros((32, 3), np.float64)
+    tr = run(k_dynamic, 1, 32, a, out, shared=128)
+    np.testing.assert_array_equal(out[:, 0], (a * 2)[::-1])
+    np.testing.assert_array_equal(out[:, 1], (a * 2).view(np.int32))
+    assert (out[:, 2] == 32).all()
+    assert tr.shared_bytes_per_cta == 24 + 128
+    assert tr.meta["shared_static_bytes"] == 24
+
+
+@cuda.jit
+def k_local(a, out, k):
+    i = cuda.grid(1)
+    loc = cuda.local.array(8, np.float64)
+    reg = cuda.local.array(2, np.float64)
+    for j in range(8):
+        loc[j] = a[i] * j
+    reg[0] = 1.0
+    reg[1] = a[i]
+    out[i] = loc[(i + k) % 8] + reg[0] + reg[1] + loc[k % 8]   # runtime indices: local memory
+
+
+def test_local_arrays():
+    a = np.arange(64, dtype=np.float64)
+    out = np.zeros(64)
+    tr = run(k_local, 2, 32, a, out, 3)
+    i = np.arange(64)
+    np.testing.assert_array_equal(out, a * ((i + 3) % 8) + 1 + a + a * 3)
+    local_ops = [op for op in tr.tables[0].ops if op.mem is not None and op.mem.space == Space.LOCAL]
+    assert [op.label for op in local_ops] == ["LDL.64", "LDL.64"]  # the loop is unrolled: constant-index stores
+    assert tr.local_bytes_per_thread == 64
+    # lanes reading the same local element touch consecutive 8 B words: 256 B = 8 sectors in 2 lines per warp
+    m = local_ops[1].mem
+    assert list(m.sectors_per_warp()) == [8, 8] and list(m.lines_per_warp()) == [2, 2]
+    # lanes reading different elements are 256 B apart: every lane its own sector
+    assert list(local_ops[0].mem.sectors_per_warp()) == [32, 32]
+
+
+# ---- device functions, grids --------------------------------------------------------------------------------
+
+@cuda.jit(device=True)
+def d_clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+@cuda.jit(device=True)
+def d_poly(x):
+    return d_clamp(x * x - TILE, 0, 50) + 1
+
+
+@cuda.jit(fastmath=True, debug=False)
+def k_devfn(a, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = d_poly(a[i])
+
+
+def test_device_functions_inline_with_divergent_returns():
+    a = np.arange(-10, 30, dtype=np.int64)
+    out = np.zeros_like(a)
+    run(k_devfn, 2, 32, a, out)
+    np.testing.assert_array_equal(out, np.clip(a * a - TILE, 0, 50) + 1)
+
+
+@cuda.jit
+def k_grid3(out):
+    x, y, z = cuda.grid(3)
+    nx, ny, nz = cuda.gridsize(3)
+    if x < out.shape[2] and y < out.shape[1] and z < out.shape[0]:
+        out[z, y, x] = x + 100 * y + 10000 * z + 1000000 * (nx + ny + nz) + cuda.blockIdx.z
+
+
+@cuda.jit
+def k_grid2(out):
+    x, y = cuda.grid(2)
+    if x < out.shape[1] and y < out.shape[0]:
+        out[y, x] = cuda.threadIdx.x + 10 * cuda.threadIdx.y + 100 * cuda.blockIdx.x + 1000 * cuda.blockIdx.y
+
+
+def test_2d_and_3d_grids():
+    out = np.zeros((5, 6, 7), np.int64)
+    run(k_grid3, (2, 2, 3), (4, 3, 2), out)
+    z, y, x = np.meshgrid(np.arange(5), np.arange(6), np.arange(7), indexing="ij")
+    np.testing.assert_array_equal(out, x + 100 * y + 10000 * z + 1000000 * (8 + 6 + 6) + z // 2)
+    o2 = np.zeros((10, 13), np.int64)
+    run(k_grid2, (4, 3), (4, 4), o2)
+    y, x = np.meshgrid(np.arange(10), np.arange(13), indexing="ij")
+    np.testing.assert_array_equal(o2, x % 4 + 10 * (y % 4) + 100 * (x // 4) + 1000 * (y // 4))
+
+
+@cuda.jit
+def k_scale(a, s):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = a[i] * s
+
+
+def test_device_array_api_and_plain_launch():
+    h = np.arange(10, dtype=np.float32)
+    d = cuda.to_device(h)
+    assert d.shape == (10,) and d.size == 10 and d.dtype == np.float32 and d.ndim == 1
+    k_scale[1, 32](d, 3.0)
+    np.testing.assert_array_equal(h, np.arange(10))            # the host copy is untouched
+    np.testing.assert_array_equal(d.copy_to_host(), np.arange(10) * 3)
+    buf = np.zeros(10, np.float32)
+    d.copy_to_host(buf)
+    assert buf[4] == 12 and d[4] == 12
+    e = cuda.device_array((4, 3), dtype=np.int32)
+    assert e.shape == (4, 3) and e.dtype == np.int32
+    f = cuda.device_array_like(h)
+    assert f.shape == h.shape and f.dtype == h.dtype
+    k_scale[(1,), (16,), 0, 0](h, 2)                           # numpy arrays work in place too
+    np.testing.assert_array_equal(h, np.arange(10) * 2)
+    cuda.synchronize()
+    assert cuda.is_available()
+    with pytest.raises(LaunchError):
+        k_scale(h, 2)                                          # no launch configuration
+
+
+def test_plain_launch_publishes_a_trace_only_to_observers():
+    import gpusim.trace as T
+    seen = []
+    T.launch_observers.append(seen.append)
+    try:
+        h = np.ones(64, np.float32)
+        k_scale[2, 32](h, 2.0)
+    finally:
+        T.launch_observers.remove(seen.append)
+    assert len(seen) == 1 and seen[0].grid == (2, 1, 1) and seen[0].name == "k_scale"
+    k_scale[2, 32](h, 2.0)
+    assert len(seen) == 1
+
+
+@cuda.jit
+def k_negative_index(a, out):
+    i = cuda.threadIdx.x
+    out[i] = a[-1 - i]
+
+
+def test_negative_indices_wrap_around():
+    a = np.arange(8, dtype=np.int64)
+    out = np.zeros(8, np.int64)
+    run(k_negative_index, 1, 8, a, out)
+    np.testing.assert_array_equal(out, a[::-1])
+
+
+# ---- errors -----------------------------------------------------------------------------------------------------
+
+def _line_of(fn, text):
+    import inspect
+    lines, start = inspect.getsourcelines(fn.py_func)
+    for k, ln in enumerate(lines):
+        if text in ln:
+            return start + k
+    raise AssertionError(text)
+
+
+@cuda.jit
+def k_with(a):
+    with open("x") as f:
+        a[0] = 1
+
+
+@cuda.jit
+def k_listcomp(a):
+    b = [x for x in range(3)]
+    a[0] = b[0]
+
+
+@cuda.jit
+def k_try(a):
+    try:
+        a[0] = 1
+    except Exception:
+        pass
+
+
+@pytest.mark.parametrize("kern,text,what", [(k_with, "with open", "'with' statement"),
+                                            (k_listcomp, "b = [x", "list comprehension"),
+                                            (k_try, "try:", "'try' statement")])
+def test_unsupported_construct_names_file_line(kern, text, what):
+    with pytest.raises(UnsupportedConstruct) as e:
+        run(kern, 1, 1, np.zeros(1))
+    msg = str(e.value)
+    assert f"{THIS}:{_line_of(kern, text)}" in msg and what in msg
+    assert e.value.line == _line_of(kern, text)
+
+
+@cuda.jit
+def k_oob(a, out):
+    i = cuda.grid(1)
+    out[i] = a[i + 1]
+
+
+def test_out_of_bounds_global_names_thread_block_and_address():
+    a = np.zeros(100, np.float32)
+    out = np.zeros(128, np.float32)
+    with pytest.raises(OutOfBounds) as e:
+        run(k_oob, (2, 1), (64, 1), a, out)
+    err = e.value
+    assert err.block == (1, 0, 0) and err.thread == (35, 0, 0)      # i = 99 reads a[100]
+    assert err.kernel == "k_oob" and err.line == _line_of(k_oob, "a[i + 1]")
+    msg = str(err)
+    assert "a[100]" in msg and "read" in msg and "0x" in msg and "block (1, 0, 0)" in msg and "thread (35, 0, 0)" in msg
+    from gpusim.cuda.memory import ADDRESS_SPACE
+    assert f"0x{ADDRESS_SPACE.address_of(a) + 400:x}" in msg
+
+
+@cuda.jit
+def k_oob_shared(out):
+    s = cuda.shared.array(16, np.int32)
+    t = cuda.threadIdx.x
+    s[t] = t
+    out[t] = s[0]
+
+
+def test_out_of_bounds_shared_write():
+    with pytest.raises(OutOfBounds) as e:
+        run(k_oob_shared, 1, 32, np.zeros(32, np.int32))
+    assert e.value.thread == (16, 0, 0) and "write" in str(e.value) and "shared" in str(e.value)
+    assert "s[16]" in str(e.value)
+
+
+@cuda.jit
+def k_barrier_div(a):
+    t = cuda.threadIdx.x
+    if t < 16:
+        cuda.syncthreads()
+        a[t] = 1
+
+
+@cuda.jit
+def k_barrier_after_exit(a):
+    t = cuda.threadIdx.x
+    if t >= 20:
+        return
+    cuda.syncthreads()
+    a[t] = 1
+
+
+def test_barrier_divergence():
+    with pytest.raises(BarrierDivergence) as e:
+        run(k_barrier_div, 2, 32, np.zeros(32))
+    err = e.value
+    assert err.line == _line_of(k_barrier_div, "cuda.syncthreads()") and err.block == (0, 0, 0)
+    assert "(16, 0, 0)" in str(err) and "(0, 0, 0)" in str(err)
+    a = np.zeros(32)
+    run(k_barrier_after_exit, 1, 32, a)        # exited threads do not count at a barrier
+    assert a.sum() == 20
+
+
+def test_launch_errors():
+    a = np.zeros(10)
+    with pytest.raises(LaunchError, match="1024"):
+        run(k_scale, 1, 2048, a, 1.0)
+    with pytest.raises(LaunchError, match="zero"):
+        run(k_scale, 0, 32, a, 1.0)
+    with pytest.raises(LaunchError, match="shared memory"):
+        run(k_dynamic, 1, 32, a, np.zeros((32, 3)), shared=300 * 1024)
+    with pytest.raises(LaunchError, match="arguments"):
+        run(k_scale, 1, 32, a)
+
+
+@cuda.jit
+def k_store_float_index(a):
+    a[1.5] = 0
+
+
+def test_compile_errors():
+    with pytest.raises(CompileError, match="integer"):
+        run(k_store_float_index, 1, 1, np.zeros(3))

@@ -1,0 +1,304 @@
+"""gpusim.cuda traces checked against numbers worked out by hand: sectors per request for affine strides,
+shared-memory bank conflicts, the cost of divergence, active lanes, scoreboard dependencies, registers."""
+import math
+
+import numpy as np
+import pytest
+
+from gpusim import cuda
+from gpusim.cuda import trace_launch
+from gpusim.cuda.memory import coalesce_rows, shared_rows
+from gpusim.trace import OpKind, Space, coalesce_global, shared_access
+
+
+def run(kernel, grid, block, *args, shared=0, **kw):
+    tr = trace_launch(kernel, grid, block, list(args), shared_bytes=shared, **kw)
+    tr.check()
+    return tr
+
+
+def ops_of(tr, kind=None, label=None):
+    out = []
+    for t in tr.tables:
+        for i, op in enumerate(t.ops):
+            if (kind is None or op.kind == kind) and (label is None or op.label.startswith(label)):
+                out.append((t, i, op))
+    return out
+
+
+@cuda.jit
+def k_strided(a, out, stride):
+    i = cuda.grid(1)
+    out[i] = a[i * stride]
+
+
+@pytest.mark.parametrize("dtype,stride,sectors", [(np.float32, 1, 4), (np.float64, 1, 8), (np.float32, 2, 8),
+                                                  (np.float32, 8, 32), (np.float32, 32, 32), (np.float64, 16, 32),
+                                                  (np.int8, 1, 1)])
+def test_sectors_per_request_affine(dtype, stride, sectors):
+    n = 256
+    a = np.arange(n * stride, dtype=dtype)
+    out = np.zeros(n, dtype)
+    tr = run(k_strided, 2, 128, a, out, stride)
+    np.testing.assert_array_equal(out, a[::stride])
+    (t, i, ld), = ops_of(tr, OpKind.LOAD)
+    per_warp = ld.mem.sectors_per_warp()
+    assert list(per_warp) == [sectors] * 8          # one request per warp
+    (t, i, stg), = ops_of(tr, OpKind.STORE)
+    assert list(stg.mem.sectors_per_warp()) == [32 * np.dtype(dtype).itemsize // 32 or 1] * 8
+    assert ld.mem.bytes_requested == n * np.dtype(dtype).itemsize
+
+
+@cuda.jit
+def k_bank(out, stride):
+    s = cuda.shared.array(64 * 33, np.float32)
+    t = cuda.threadIdx.x
+    s[t * stride] = t
+    cuda.syncthreads()
+    out[t] = s[t * stride]
+
+
+@pytest.mark.parametrize("stride", list(range(1, 34)))
+def test_bank_conflicts_gcd(stride):
+    out = np.zeros(64, np.float32)
+    tr = run(k_bank, 1, 64, out, stride)
+    np.testing.assert_array_equal(out, np.arange(64))
+    for kind in (OpKind.STORE, OpKind.LOAD):
+        (t, i, op), = [x for x in ops_of(tr, kind) if x[2].mem.space == Space.SHARED]
+        conflicts = op.mem.wavefronts - op.mem.shared_ideal_wavefronts
+        assert list(conflicts) == [math.gcd(stride, 32) - 1] * 2
+
+
+LINE_A = None
+
+
+@cuda.jit
+def k_branch(out, mode):
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    key = t // 32 if mode == 0 else t
+    x = out[i]
+    if key % 2 == 0:
+        x = x * 3.0 + 1.0
+        x = math.sqrt(x)
+    else:
+        x = x * 2.0 + 5.0
+        x = math.exp(x * 0.001)
+    out[i] = x
+
+
+def _body_inst(tr, lines):
+    warp_inst = 0
+    lanes = 0
+    for t in tr.tables:
+        for i, op in enumerate(t.ops):
+            if op.line in lines:
+                act = t.lanes(i)
+                warp_inst += op.n_inst * int(np.count_nonzero(act))
+                lanes += op.n_inst * int(act.sum())
+    return warp_inst, lanes
+
+
+def test_divergent_branch_doubles_body_instructions():
+    import inspect
+    src, start = inspect.getsourcelines(k_branch.py_func)
+    body = {start + k for k, ln in enumerate(src) if "x = x *" in ln or "math." in ln}
+    assert len(body) == 4
+    out = np.ones(512, np.float64)
+    uni = run(k_branch, 2, 256, out.copy(), 0)
+    div = run(k_branch, 2, 256, out.copy(), 1)
+    wu, lu = _body_inst(uni, body)
+    wd, ld = _body_inst(div, body)
+    assert wd == 2 * wu                       # every warp issues both sides
+    assert ld == lu                           # ... with half its lanes on each
+    # divergent warps also pay for the reconvergence (BSSY/BSYNC); uniform ones do not
+    assert not ops_of(uni, label="BSSY") and len(ops_of(div, label="BSSY")) == 1
+    # the instruction mix of the whole kernel: active threads per warp instruction drops below 32
+    cu, cd = uni.instruction_counts(), div.instruction_counts()
+    assert cu["thread_inst_executed"] == 32 * cu["inst_executed"]
+    assert cd["thread_inst_executed"] < 32 * cd["inst_executed"]
+
+
+@cuda.jit
+def k_vadd(a, b, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] + b[i]
+
+
+def test_active_lanes_deps_and_flops():
+    n = 1000
+    a = np.random.default_rng(0).random(n).astype(np.float32)
+    b = np.random.default_rng(1).random(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    tr = run(k_vadd, 4, 256, a, b, out)
+    np.testing.assert_array_equal(out, a + b)
+    t = tr.tables[0]
+    loads = [i for i, op in enumerate(t.ops) if op.kind == OpKind.LOAD]
+    (fadd,) = [i for i, op in enumerate(t.ops) if op.label == "FADD"]
+    assert t.ops[fadd].deps == tuple(loads)                 # the add waits for both loads
+    (st,) = [op for op in t.ops if op.kind == OpKind.STORE]
+    assert st.deps == ()                                     # the stored value came from an ALU op
+    lanes = t.lanes(loads[0])
+    assert int(lanes.sum()) == n and int(np.count_nonzero(lanes)) == 32 and lanes[31] == 8
+    assert tr.flops == n
+    assert tr.n_ctas == 4 and tr.warps_per_cta == 8
+
+
+@cuda.jit
+def k_gather(idx, a, out):
+    i = cuda.grid(1)
+    j = idx[i]
+    out[i] = a[j] * 2.0
+
+
+def test_index_arithmetic_depends_on_the_index_load():
+    idx = np.array([3, 1, 2, 0] * 8, np.int64)
+    a = np.arange(4, dtype=np.float64)
+    out = np.zeros(32)
+    tr = run(k_gather, 1, 32, idx, a, out)
+    np.testing.assert_array_equal(out, a[idx] * 2)
+    t = tr.tables[0]
+    first_load = next(i for i, op in enumerate(t.ops) if op.kind == OpKind.LOAD)
+    # the index arithmetic of a[j] (wraparound select + address) waits for the load of j
+    dependent = [op for op in t.ops if first_load in op.deps]
+    assert dependent and dependent[0].label in ("ISETP+SEL", "IMAD.WIDE")
+
+
+@cuda.jit
+def k_regs1(a, out):
+    i = cuda.grid(1)
+    s0 = 0.0
+    for k in range(a.shape[0]):
+        s0 += a[k]
+    out[i] = s0
+
+
+@cuda.jit
+def k_regs3(a, out):
+    i = cuda.grid(1)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for k in range(a.shape[0]):
+        s0 += a[k]
+        s1 += a[k] * 2.0
+        s2 += a[k] * 3.0
+    out[i] = s0 + s1 + s2
+
+
+@cuda.jit
+def k_regs6(a, out):
+    i = cuda.grid(1)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    s4 = 0.0
+    s5 = 0.0
+    for k in range(a.shape[0]):
+        s0 += a[k]
+        s1 += a[k] * 2.0
+        s2 += a[k] * 3.0
+        s3 += a[k] * 4.0
+        s4 += a[k] * 5.0
+        s5 += a[k] * 6.0
+    out[i] = s0 + s1 + s2 + s3 + s4 + s5
+
+
+def test_register_estimate_grows_with_live_values():
+    a = np.ones(4)
+    out = np.zeros(32)
+    r1 = run(k_regs1, 1, 32, a, out).regs_per_thread
+    r3 = run(k_regs3, 1, 32, a, out).regs_per_thread
+    tr6 = run(k_regs6, 1, 32, a, out)
+    r6 = tr6.regs_per_thread
+    assert r1 < r3 < r6
+    assert r3 - r1 == 4 and r6 - r3 == 6          # each float64 accumulator live across the loop: 2 registers
+    assert tr6.meta["registers"]["estimate"] == r6
+    assert run(k_regs6, 1, 32, a, out, max_registers=40).regs_per_thread == 40
+
+
+@cuda.jit
+def k_loop(out, n):
+    i = cuda.grid(1)
+    s = 0
+    for k in range(n):
+        s += k
+    for k in range(4):           # constant trip count: unrolled, no loop overhead
+        s += k
+    out[i] = s
+
+
+def test_loop_overhead_per_iteration():
+    out = np.zeros(64, np.int64)
+    tr = run(k_loop, 2, 32, out, 10)
+    assert (out == 45 + 6).all()
+    t = tr.tables[0]
+    tests = [i for i, op in enumerate(t.ops) if op.label == "ISETP" and op.n_inst == 2 and op.line ==
+             k_loop.py_func.__code__.co_firstlineno + 4]
+    incs = [op for op in t.ops if op.label == "IADD3" and op.line == k_loop.py_func.__code__.co_firstlineno + 4]
+    assert len(tests) == 11 and len(incs) == 10           # n+1 tests, n increments
+    assert not [op for op in t.ops if op.line == k_loop.py_func.__code__.co_firstlineno + 6]
+
+
+@cuda.jit
+def k_exit_half(out):
+    i = cuda.grid(1)
+    if i % 64 >= 32:
+        return
+    out[i] = 1.0
+
+
+def test_warps_with_no_active_lane_issue_nothing():
+    out = np.zeros(256)
+    tr = run(k_exit_half, 1, 256, out)
+    t = tr.tables[0]
+    (st,) = [i for i, op in enumerate(t.ops) if op.kind == OpKind.STORE]
+    assert list(t.lanes(st)) == [32, 0] * 4
+    assert out.reshape(4, 64)[:, :32].all() and not out.reshape(4, 64)[:, 32:].any()
+
+
+def test_fast_coalescer_equals_the_reference():
+    rng = np.random.default_rng(5)
+    n = 300
+    base = rng.integers(0, 1 << 20, size=(n, 1)) * 4
+    lane = np.arange(32)[None, :]
+    pats = [base + lane * 4, base + lane * 8, base + lane * 132, base + (lane % 4) * 4,
+            rng.integers(0, 1 << 16, size=(n, 32)) * 4]
+    for p in pats:
+        p = p.copy()
+        p[rng.random(p.shape) < 0.2] = -1
+        for nb in (1, 4, 8, 16):
+            got, exp = coalesce_rows(p, nb), coalesce_global(p, nb)
+            np.testing.assert_array_equal(got.ptr, exp.ptr)
+            np.testing.assert_array_equal(got.line, exp.line)
+            np.testing.assert_array_equal(got.smask, exp.smask)
+            assert got.bytes_requested == exp.bytes_requested
+            s1, s2 = shared_rows(p % 4096, nb), shared_access(p % 4096, nb)
+            np.testing.assert_array_equal(s1.wavefronts, s2.wavefronts)
+            np.testing.assert_array_equal(s1.shared_ideal_wavefronts, s2.shared_ideal_wavefronts)
+
+
+@cuda.jit
+def k_big(a, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] * 2.0
+
+
+def test_chunks_cover_the_grid_and_addresses_are_stable(monkeypatch):
+    import gpusim.cuda.launch as LM
+    monkeypatch.setattr(LM, "CHUNK_THREADS", 1024)
+    n = 10000
+    a = np.arange(n, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+    tr = run(k_big, 40, 256, a, out)
+    assert len(tr.tables) == 10 and [t.first_cta for t in tr.tables] == list(range(0, 40, 4))
+    np.testing.assert_array_equal(out, a * 2)
+    tr2 = run(k_big, 40, 256, a, out)
+    l1 = [op.mem.line for _, _, op in ops_of(tr, OpKind.LOAD)]
+    l2 = [op.mem.line for _, _, op in ops_of(tr2, OpKind.LOAD)]
+    assert all(np.array_equal(x, y) for x, y in zip(l1, l2))     # same array, same device addresses
+    assert tr.source_file.endswith("test_cuda_trace.py")
+    assert "out[i] = a[i] * 2.0" in tr.source_lines[k_big.py_func.__code__.co_firstlineno + 4]
