@@ -1,0 +1,81 @@
+"""The hardware harness's pure parts: ncu CSV parsing, row alignment, metric filtering, output comparison."""
+from __future__ import annotations
+
+import numpy as np
+
+from gpusim.validate import ncu
+from gpusim.validate.collect import compare, sass_histogram
+
+CSV = '''==PROF== Connected to process 77
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes_read.sum","gpu__time_duration.sum","launch__registers_per_thread"
+"","","","","","","","","","","","byte","nsecond","register/thread"
+"1","77","python3","host","add_kernel","1","7","(128, 1, 1)","(4, 1, 1)","0","9.0","1,048,576","3520.5","20"
+"0","77","python3","host","cudapy::gpusim_kernels_vector_add::vector_add[abi:v1](Array<float, 1, C>)","1","7","(256, 1, 1)","(4, 1, 1)","0","9.0","12288","n/a","16"
+"2","77","python3","host","sin_kernel","1","7","(128, 1, 1)","(4, 1, 1)","0","9.0","64","1000","22"
+'''
+
+
+def test_parse_raw_csv_orders_rows_and_reads_units():
+    rows, units = ncu.parse_raw_csv(CSV)
+    assert [r["ID"] for r in rows] == [0, 1, 2]
+    assert units["dram__bytes_read.sum"] == "byte"
+    assert rows[1]["metrics"]["dram__bytes_read.sum"] == 1048576      # thousands separators removed
+    assert rows[0]["metrics"]["gpu__time_duration.sum"] is None        # n/a
+    assert rows[1]["metrics"]["gpu__time_duration.sum"] == 3520.5
+    assert ncu.kernel_name_of(rows[0]).startswith("cudapy::")
+
+
+def test_align_matches_kernels_in_launch_order_and_reports_gaps():
+    rows, _ = ncu.parse_raw_csv(CSV)
+    entries = [{"name": "vadd", "profiled": True, "kernels": ["vector_add"]},
+               {"name": "skipped", "profiled": False},
+               {"name": "two", "profiled": True, "kernels": ["sin_kernel", "cos_kernel"]}]
+    out = {a["name"]: a for a in ncu.align(entries, rows)}
+    assert out["vadd"]["rows"][0]["ID"] == 0
+    assert out["skipped"]["rows"] == []
+    assert out["two"]["rows"][0]["ID"] == 2 and out["two"]["rows"][1] is None
+    assert any("unexpected ncu row 1" in w for w in out["two"]["warnings"])
+    assert any("cos_kernel" in w for w in out["two"]["warnings"])
+
+
+def test_filter_metrics_keeps_known_and_launch_metrics():
+    keep, dropped = ncu.filter_metrics(["dram__bytes_read.sum", "launch__grid_size", "foo__bar.sum",
+                                        "dram__bytes_read.sum"], {"dram__bytes_read"})
+    assert keep == ["dram__bytes_read.sum", "launch__grid_size"]
+    assert list(dropped) == ["foo__bar.sum"]
+    keep, dropped = ncu.filter_metrics(["foo__bar.sum"], set())      # query failed: keep, let the probe decide
+    assert keep == ["foo__bar.sum"] and not dropped
+    text = '==ERROR== Failed to find metric "smsp__foo_x.ratio"'
+    assert ncu.metrics_named_in(text, ["smsp__foo_x.ratio", "gpu__time_duration.sum"]) == ["smsp__foo_x.ratio"]
+
+
+def test_suite_metric_list_has_the_design_metrics():
+    for m in ("gpc__cycles_elapsed.max", "sm__warps_active.avg.pct_of_peak_sustained_active",
+              "sm__maximum_warps_per_active_cycle_pct", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+              "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+              "lts__t_sector_hit_rate.pct", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+              "smsp__thread_inst_executed_per_inst_executed.ratio", "smsp__inst_executed.sum",
+              "smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio", "launch__registers_per_thread"):
+        assert m in ncu.SUITE_METRICS, m
+    assert len(set(ncu.SUITE_METRICS)) == len(ncu.SUITE_METRICS)
+
+
+def test_compare_reports_errors():
+    ok = compare(np.array([1.0, 2.0], np.float16), np.array([1.0, 2.001]), 1e-3, 1e-3)
+    assert ok["passed"] and ok["n_bad"] == 0
+    bad = compare(np.array([1.0, 3.0]), np.array([1.0, 2.0]), 1e-3, 1e-3)
+    assert not bad["passed"] and bad["n_bad"] == 1 and bad["worst_index"] == [1]
+    nan = compare(np.array([np.nan]), np.array([1.0]), 1.0, 1.0)
+    assert not nan["passed"]
+    shape = compare(np.zeros(3), np.zeros(4), 0, 0)
+    assert not shape["passed"] and "shape" in shape["error"]
+
+
+def test_sass_histogram_counts_opcodes_with_predicates():
+    sass = """
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/               @P0 FFMA R2, R3, R4, R5 ;
+        /*0020*/              @!P1 FFMA R2, R3, R4, R5 ;
+        /*0030*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+    """
+    assert sass_histogram(sass) == {"FFMA": 2, "LDC": 1, "LDG.E.128": 1}
