@@ -50,25 +50,49 @@ def trace_kernel(kernel: Any, grid: Any, *args: Any, gpu: GPUConfig, frontend: s
 
 
 def time_trace(tr: trace_mod.KernelTrace, gpu: GPUConfig, *, record_timeline: bool = False,
-               policy: str | None = None, t_start: float | None = None) -> Report:
-    """Replay a trace on the timing engine and build its report."""
+               policy: str | None = None, t_start: float | None = None,
+               progress: "Callable[[int], None] | bool | None" = None) -> Report:
+    """Replay a trace on the timing engine and build its report.
+
+    ``progress``: None shows a CTA progress bar when stderr is a terminal and the grid is large
+    (``progress.cta_progress``); False shows none; a callable is called with the number of CTAs retired.
+    """
     t0 = time.perf_counter() if t_start is None else t_start
-    res = Engine(tr, gpu, record_timeline=record_timeline, policy=policy).run()
+    if progress is None:
+        from .progress import cta_progress
+        progress = cta_progress(tr.n_ctas)
+    elif progress is False or progress is True:
+        progress = None if progress is False else _cta_bar(tr.n_ctas)
+    res = Engine(tr, gpu, record_timeline=record_timeline, policy=policy).run(progress=progress)
     return build_report(tr, gpu, res, wall_s=time.perf_counter() - t0)
 
 
+def _cta_bar(total: int):
+    """A CTA bar even off a terminal or for a small grid (``progress=True``)."""
+    from tqdm import tqdm
+    bar = tqdm(total=total, desc="CTAs", unit="CTA", leave=False, mininterval=0.3)
+
+    def step(done: int) -> None:
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+    return step
+
+
 def simulate(kernel: Any, grid: Any, *args: Any, gpu: "str | GPUConfig" = "h100", record_timeline: bool = False,
-             policy: str | None = None, frontend: str | None = None, **kw: Any) -> Report:
+             policy: str | None = None, frontend: str | None = None,
+             progress: "Callable[[int], None] | bool | None" = None, **kw: Any) -> Report:
     """Run one kernel launch on the simulated GPU: compute its results and time it.
 
     CUDA-style kernels: ``simulate(kernel, grid, block, *args, shared_bytes=0, max_registers=None)``.
     Triton-style kernels: ``simulate(kernel, grid, *args, **meta)`` with constexprs, num_warps, num_stages.
-    ``gpu`` is a preset name or a TOML config path.  Returns a ``Report``.
+    ``gpu`` is a preset name or a TOML config path.  ``progress``: see ``time_trace`` (by default a progress
+    bar over the grid's CTAs on a terminal, nothing otherwise).  Returns a ``Report``.
     """
     cfg = load_gpu(gpu)
     t0 = time.perf_counter()
     tr = trace_kernel(kernel, grid, *args, gpu=cfg, frontend=frontend, **kw)
-    return time_trace(tr, cfg, record_timeline=record_timeline, policy=policy, t_start=t0)
+    return time_trace(tr, cfg, record_timeline=record_timeline, policy=policy, t_start=t0, progress=progress)
 
 
 @dataclass
