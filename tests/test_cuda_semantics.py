@@ -576,3 +576,169 @@ def k_store_float_index(a):
 def test_compile_errors():
     with pytest.raises(CompileError, match="integer"):
         run(k_store_float_index, 1, 1, np.zeros(3))
+
+
+# ---- less common features ---------------------------------------------------------------------------------------
+
+LUT = np.array([1.5, 2.5, 3.5, 4.5], np.float64)
+SIZES = (3, 4)
+
+
+@cuda.jit
+def k_warp_ops(a, out):
+    i = cuda.grid(1)
+    v = a[i]
+    s = v
+    off = 16
+    while off > 0:
+        s += cuda.shfl_down_sync(0xffffffff, s, off)
+        off //= 2
+    out[i, 0] = s
+    out[i, 1] = cuda.shfl_sync(0xffffffff, v, 0)
+    out[i, 2] = cuda.shfl_xor_sync(0xffffffff, v, 1)
+    out[i, 3] = cuda.ballot_sync(0xffffffff, v > 10)
+    out[i, 4] = cuda.syncthreads_count(v > 10)
+    out[i, 5] = cuda.laneid
+
+
+def test_warp_shuffles_and_votes():
+    a = np.arange(64, dtype=np.int64)
+    out = np.zeros((64, 6), np.int64)
+    run(k_warp_ops, 2, 32, a, out)
+    assert out[0, 0] == a[:32].sum() and out[32, 0] == a[32:].sum()
+    assert list(out[:3, 1]) == [0, 0, 0] and list(out[32:35, 1]) == [32, 32, 32]
+    np.testing.assert_array_equal(out[:, 2], a ^ 1)
+    assert out[0, 3] == 0xFFFFF800 and out[40, 3] == 0xFFFFFFFF     # lanes 11..31 of warp 0 hold v > 10
+    assert out[0, 4] == 21 and out[63, 4] == 32
+    np.testing.assert_array_equal(out[:, 5], np.arange(64) % 32)
+
+
+@cuda.jit
+def k_misc(a, out, pair):
+    i = cuda.grid(1)
+    t = cuda.const.array_like(LUT)
+    sh = cuda.shared.array(shape=SIZES, dtype=np.float32)
+    row = a[i % 2]                  # a is 2-D: a[i % 2] is one of its rows
+    p, q = pair                     # a tuple argument
+    sh[0, 0] = np.float32(1.25)
+    x = row[1] + t[i % 4] + LUT[0] + p * q + sh[0, 0] + int(2.9)
+    print("thread", i, x)           # accepted, prints nothing
+    assert x > 0                    # ignored, as numba does
+    out[i] = x + len(a) + a.shape[1] + a.ndim
+
+
+def test_constant_arrays_subarrays_tuples_print():
+    A = np.arange(6, dtype=np.float64).reshape(2, 3)
+    out = np.zeros(8)
+    tr = run(k_misc, 1, 8, A, out, (2, 3.0))
+    i = np.arange(8)
+    np.testing.assert_array_equal(out, A[i % 2, 1] + LUT[i % 4] + 1.5 + 6.0 + 1.25 + 2 + 2 + 3 + 2)
+    assert any(op.label == "LDC.64" for op in tr.tables[0].ops)     # constant-bank loads
+    assert tr.shared_bytes_per_cta == 48
+
+
+@cuda.jit
+def k_write_const(out):
+    t = cuda.const.array_like(LUT)
+    t[0] = 1.0
+    out[0] = t[0]
+
+
+def test_constant_arrays_are_read_only():
+    with pytest.raises(CompileError, match="constant"):
+        run(k_write_const, 1, 1, np.zeros(1))
+
+
+try:
+    import numba
+    from numba import float32 as nb_float32
+except ImportError:          # pragma: no cover
+    numba = None
+    nb_float32 = np.float32
+
+
+@cuda.jit
+def k_numba_types(out):
+    s = cuda.shared.array(4, dtype=nb_float32)
+    i = cuda.threadIdx.x
+    s[i] = numba.float32(i) / numba.float32(3)
+    out[i] = s[i] * 3.0
+
+
+@pytest.mark.skipif(numba is None, reason="numba not installed")
+def test_numba_type_names():
+    out = np.zeros(4)
+    run(k_numba_types, 1, 4, out)
+    np.testing.assert_array_equal(out, (np.arange(4, dtype=np.float32) / np.float32(3)).astype(np.float64) * 3.0)
+
+
+@cuda.jit
+def k_math(x, out):
+    i = cuda.grid(1)
+    v = x[i]
+    out[i, 0] = math.floor(v)
+    out[i, 1] = round(v)
+    out[i, 2] = min(v, 0.5, i)
+    out[i, 3] = math.erf(v)
+    out[i, 4] = math.atan2(v, 1.5)
+    out[i, 5] = math.isnan(v / v)
+    out[i, 6] = v ** 2
+    out[i, 7] = int(v * 3.7)
+    out[i, 8] = math.exp(v) + math.log(abs(v) + 1) + math.tanh(v)
+
+
+def test_math_and_builtins():
+    x = np.linspace(-2, 3, 16)
+    out = np.zeros((16, 9))
+    run(k_math, 1, 16, x, out)
+    np.testing.assert_array_equal(out[:, 0], np.floor(x))
+    np.testing.assert_array_equal(out[:, 1], np.round(x))
+    np.testing.assert_array_equal(out[:, 2], np.minimum(np.minimum(x, 0.5), np.arange(16)))
+    np.testing.assert_allclose(out[:, 3], [math.erf(v) for v in x], rtol=1e-15)
+    np.testing.assert_allclose(out[:, 4], np.arctan2(x, 1.5))
+    np.testing.assert_array_equal(out[:, 5], x == 0)
+    np.testing.assert_array_equal(out[:, 6], x ** 2)
+    np.testing.assert_array_equal(out[:, 7], (x * 3.7).astype(np.int64))
+    np.testing.assert_allclose(out[:, 8], np.exp(x) + np.log(np.abs(x) + 1) + np.tanh(x))
+
+
+@cuda.jit
+def k_all_atomics(v, fa, ia, ua, old, m):
+    i = cuda.grid(1)
+    k = i % m                                     # m contended addresses per row
+    x = v[i]
+    old[i, 0] = cuda.atomic.add(fa, (0, k), x)    # float, result used: sequential rounding per address
+    old[i, 1] = cuda.atomic.max(fa, (1, k), x)
+    old[i, 2] = cuda.atomic.min(fa, (2, k), x)
+    old[i, 3] = cuda.atomic.sub(ia, (0, k), i)
+    old[i, 4] = cuda.atomic.exch(ia, (1, k), i)
+    old[i, 5] = cuda.atomic.cas(ia, (2, k), i % 5, i)
+    old[i, 6] = cuda.atomic.and_(ia, (3, k), 1000 - i)
+    old[i, 7] = cuda.atomic.or_(ia, (4, k), i)
+    old[i, 8] = cuda.atomic.xor(ia, (5, k), i * 7)
+    old[i, 9] = cuda.atomic.inc(ua, (0, k), 5)
+    old[i, 10] = cuda.atomic.dec(ua, (1, k), 4)
+    old[i, 11] = cuda.atomic.max(ia, (6, 0), i % 17)
+
+
+@pytest.mark.parametrize("n_threads,m", [(40, 3), (300, 3), (300, 150)])
+def test_every_atomic_matches_sequential_thread_order(n_threads, m):
+    """Few addresses (long per-address sequences) and many addresses (short ones) take different paths."""
+    from gpusim.cuda.reference import run_reference
+    rng = np.random.default_rng(n_threads)
+    v = rng.standard_normal(n_threads).astype(np.float32)
+
+    def fresh():
+        fa = np.zeros((3, m), np.float32)
+        fa[0] = 0.1
+        fa[1] = -9
+        fa[2] = 9
+        ia = (np.arange(7 * m, dtype=np.int64) * 37 % 11).reshape(7, m)
+        ua = (np.arange(2 * m, dtype=np.uint32) % 6).reshape(2, m)
+        return [v.copy(), fa, ia, ua, np.zeros((n_threads, 12), np.float64), m]
+    exp = fresh()
+    run_reference(k_all_atomics, n_threads // 20, 20, exp)
+    got = fresh()
+    run(k_all_atomics, n_threads // 20, 20, *got)
+    for g, e in zip(got[:5], exp[:5]):
+        np.testing.assert_array_equal(g, e)

@@ -849,6 +849,8 @@ class _FunctionCompiler:
             self.ns[name] = cf.fn
             return ast.Call(func=_load(name), args=[_load("_rt")] + [self.expr(a) for a in n.args],
                             keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
+        if kind == "builtin" and tag[1] == "print":
+            return _c(None)         # printf from a kernel: accepted, prints nothing (arguments not evaluated)
         if n.keywords and kind != "builtin":
             raise self.unsupported(f"keyword arguments to {ast.unparse(n.func)}", n)
         args = [self.expr(a) for a in n.args]
@@ -864,8 +866,6 @@ class _FunctionCompiler:
                 raise self.unsupported(f"keyword arguments to {b}()", n)
             if b == "range":
                 raise self.unsupported("range() outside a for statement", n)
-            if b == "print":
-                return _c(None)     # printf from a kernel: accepted, prints nothing
             if b in ("min", "max"):
                 return _rt("minmax", _c(b), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
             if len(args) != 1 and b not in ("round", "pow"):
