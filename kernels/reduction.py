@@ -53,7 +53,7 @@ def launch(n: int = 1 << 20, blocks: int = 0, seed: int = 0) -> dict:
         "meta": {},
         "outputs": [1],
         "reference": lambda: {1: np.array([x.astype(np.float64).sum()])},
-        "rtol": 1e-5, "atol": 0.0,
+        "rtol": 1e-4, "atol": 0.0,      # 65536 fp32 atomics into one sum: ~1e-5 relative rounding
         "flops": n,
         "min_bytes": 4 * n,
     }

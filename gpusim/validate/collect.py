@@ -44,6 +44,8 @@ import numpy as np
 # numba-cuda registers an overload for np.row_stack, which numpy 2.5 removed: restore the alias first
 if not hasattr(np, "row_stack"):
     np.row_stack = np.vstack
+# small grids are deliberate here (under-one-wave cases): no warning per launch configuration
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 from . import ncu as ncu_tools
 from . import suite
@@ -744,8 +746,10 @@ def run_ncu(args) -> int:
     if rep_file is None:
         info["import_error"] = "ncu wrote no report"
     else:
-        imp = subprocess.run([ncu, "--import", str(rep_file), "--csv", "--page", "raw", "--print-units", "base"],
-                             capture_output=True, text=True, timeout=600)
+        base_cmd = [ncu, "--import", str(rep_file), "--csv", "--page", "raw", "--print-units", "base"]
+        imp = subprocess.run(base_cmd + ["--print-metric-name", "name"], capture_output=True, text=True, timeout=600)
+        if imp.returncode != 0 or '"ID"' not in imp.stdout:     # an ncu without --print-metric-name
+            imp = subprocess.run(base_cmd, capture_output=True, text=True, timeout=600)
         raw_csv.write_text(imp.stdout)
         info["raw_csv"] = raw_csv.name
         if imp.returncode != 0:

@@ -30,7 +30,10 @@ class Case:
 
     ``kernel_file`` is relative to the repository root; ``params`` are passed to its ``launch()``;
     ``group`` gathers the cases of one experiment (a sweep); ``note`` says what the case shows;
-    ``cpu_params`` override ``params`` (after the file's entry in ``CPU_PARAMS``) for the tiny CPU-mode run.
+    ``cpu_params`` override ``params`` (after the file's entry in ``CPU_PARAMS``) for the tiny CPU-mode run;
+    ``tags``: "heavy" marks the cases that cost the most to simulate (SIMT cases of more than ~20 M
+    warp-instructions by a rough count; FlashAttention at N_CTX >= 8192, 8x or more the work of issue 3's
+    4-head 4096 benchmark), which a CI replay on the simulator may leave to a nightly run.
     """
     name: str
     kernel_file: str
@@ -38,6 +41,7 @@ class Case:
     group: str = ""
     note: str = ""
     cpu_params: dict = field(default_factory=dict)
+    tags: tuple = ()
 
     @property
     def path(self) -> Path:
@@ -50,7 +54,7 @@ class Case:
 
     def to_json(self) -> dict:
         return {"name": self.name, "kernel_file": self.kernel_file, "params": dict(self.params),
-                "group": self.group, "note": self.note, "frontend": self.frontend}
+                "group": self.group, "note": self.note, "frontend": self.frontend, "tags": list(self.tags)}
 
 
 # Tiny sizes for the CPU modes (numba's simulator runs ~100 us per thread, Triton's interpreter ~1 ms per
@@ -88,14 +92,15 @@ MM_CONFIGS = {
 def _build_cases() -> list[Case]:
     cases: list[Case] = []
 
-    def add(name, kernel, params, group, note="", cpu=None):
-        cases.append(Case(name, f"kernels/{kernel}.py", dict(params), group, note, dict(cpu or {})))
+    def add(name, kernel, params, group, note="", cpu=None, tags=()):
+        cases.append(Case(name, f"kernels/{kernel}.py", dict(params), group, note, dict(cpu or {}), tuple(tags)))
 
     # -- memory-bound streaming: from a few blocks to hundreds of waves (one wave = 132 SMs x 8 blocks)
     for p in range(10, 27, 2):
         n = 1 << p
         add(f"vector_add_n{n}", "vector_add", {"n": n}, "stream",
-            f"2^{p} floats: {n * 12 / 2**20:.3g} MiB moved, {-(-n // 256) / 1056:.3g} waves of 256-thread blocks")
+            f"2^{p} floats: {n * 12 / 2**20:.3g} MiB moved, {-(-n // 256) / 1056:.3g} waves of 256-thread blocks",
+            tags=("heavy",) if p >= 26 else ())
     for kb in (0, 16, 48, 100, 200):
         add(f"grid_stride_copy_smem{kb}k", "grid_stride_copy",
             {"n": 1 << 24, "dyn_shared_bytes": kb * 1024, "blocks": 1056}, "occupancy_smem",
@@ -114,8 +119,10 @@ def _build_cases() -> list[Case]:
             "warp-uniform branch" if g >= 32 else f"runs of {g} threads per path: both paths in every warp")
     # -- tiling
     for n in (256, 512, 1024):
-        add(f"matmul_naive_n{n}", "matmul_naive", {"n": n}, "matmul_simt", "global loads only")
-        add(f"matmul_tiled_n{n}", "matmul_tiled", {"n": n}, "matmul_simt", "16x16 shared-memory tiles")
+        add(f"matmul_naive_n{n}", "matmul_naive", {"n": n}, "matmul_simt", "global loads only",
+            tags=("heavy",) if n >= 512 else ())
+        add(f"matmul_tiled_n{n}", "matmul_tiled", {"n": n}, "matmul_simt", "16x16 shared-memory tiles",
+            tags=("heavy",) if n >= 1024 else ())
     # -- shared-memory banks
     for s in (1, 2, 4, 8, 16, 32, 33):
         add(f"bank_conflicts_s{s}", "bank_conflicts", {"stride": s, "reps": 256, "blocks": 132}, "bank_conflicts",
@@ -123,7 +130,7 @@ def _build_cases() -> list[Case]:
     # -- reduction
     add("reduction_n1048576", "reduction", {"n": 1 << 20}, "reduction", "one element per thread")
     add("reduction_n16777216", "reduction", {"n": 1 << 24}, "reduction",
-        "one element per thread: 65536 blocks, 65536 atomics on one address")
+        "one element per thread: 65536 blocks, 65536 atomics on one address", tags=("heavy",))
     add("reduction_n16777216_b1056", "reduction", {"n": 1 << 24, "blocks": 1056}, "reduction",
         "grid-stride partial sums, one wave of blocks", cpu={"blocks": 2})
     # -- pipe throughputs
@@ -160,7 +167,8 @@ def _build_cases() -> list[Case]:
             add(f"fa_fwd_d{d}_n{n}", "tl_flash_attn_fwd",
                 {"Z": zh // h, "H": h, "N_CTX": n, "HEAD_DIM": d, "causal": False, "BLOCK_M": 128, "BLOCK_N": 64,
                  "num_warps": 4 if d == 64 else 8, "num_stages": 3}, "flash_attn",
-                f"Z*H*N_CTX = 65536: {zh * n // 128} programs of 128 queries")
+                f"Z*H*N_CTX = 65536: {zh * n // 128} programs of 128 queries",
+                tags=("heavy",) if n >= 8192 else ())
         add(f"fa_fwd_d{d}_n4096_causal", "tl_flash_attn_fwd",
             {"Z": 1, "H": 16, "N_CTX": 4096, "HEAD_DIM": d, "causal": True, "BLOCK_M": 128, "BLOCK_N": 64,
              "num_warps": 4 if d == 64 else 8, "num_stages": 3}, "flash_attn", "causal: about half the work")
