@@ -187,10 +187,20 @@ def trace_launch(kernel, grid, block, args, *, shared_bytes: int = 0, gpu: "GPUC
                max_registers=max_registers)
 
 
+def _observer_gpu():
+    """The GPU of a listening ``gpusim.session`` (an observer bound to an object with a ``gpu`` config)."""
+    for f in trace_mod.launch_observers:
+        g = getattr(getattr(f, "__self__", None), "gpu", None)
+        if isinstance(g, GPUConfig):
+            return g
+    return None
+
+
 def launch(kernel, grid, block, args, shared_bytes=0):
     """A plain ``kernel[grid, block](...)``: execute; record and publish the trace only if someone listens."""
     record = bool(trace_mod.launch_observers)
-    tr = run(kernel, grid, block, args, shared_bytes=shared_bytes, record=record)
+    tr = run(kernel, grid, block, args, shared_bytes=shared_bytes, record=record,
+             gpu=_observer_gpu() if record else None)
     if record:
         trace_mod.publish_launch(tr)
 

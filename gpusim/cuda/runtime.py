@@ -41,6 +41,9 @@ U32 = np.dtype(np.uint32)
 
 _serial = itertools.count(1)
 
+#: most bytes of simulated shared + local memory one chunk may allocate (bounds chunk size)
+CHUNK_MEMORY_BYTES = 256 << 20
+
 
 # ---- values ---------------------------------------------------------------------------------------------------
 
@@ -331,6 +334,10 @@ class Launch:
         self.P = self.wpc * WARP
         self.n_ctas = grid[0] * grid[1] * grid[2]
         self.C = max(1, min(self.n_ctas, chunk_threads // self.P))
+        # keep a chunk's shared and local memory bounded (they are allocated per CTA / per thread)
+        per_cta = ck.shared_static_bytes + dyn_shared + self.P * ck.local_frame_bytes
+        if per_cta:
+            self.C = max(1, min(self.C, CHUNK_MEMORY_BYTES // per_cta))
         p = np.arange(self.P, dtype=np.int64)
         bx, by = block[0], block[1]
         self.tid = [(p % bx).astype(np.int32)[None, :], ((p // bx) % by).astype(np.int32)[None, :],
