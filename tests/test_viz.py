@@ -435,3 +435,11 @@ def test_engine_reports_progress_by_ctas():
 def test_no_progress_bar_off_a_terminal(capsys):
     time_trace(streaming_trace(1 << 19), H100)          # 2048 CTAs: a bar on a terminal, nothing here
     assert capsys.readouterr().err == ""
+
+
+def test_recording_the_timeline_does_not_move_a_cycle(stream_report):
+    tr = streaming_trace(1 << 17)
+    plain = time_trace(tr, H100, progress=False)
+    assert plain.engine.timeline is None
+    assert plain.cycles == stream_report.cycles
+    assert plain.engine.stall_cycles == stream_report.engine.stall_cycles

@@ -32,11 +32,19 @@ def _gpu_of(report, gpu=None):
     return load_gpu(gpu) if gpu is not None else None
 
 
-def _title(text: str, report, note: str = "") -> dict:
-    sub = f"{_esc(report.kernel)} on {_esc(report.gpu)}"
-    if note:
-        sub += " · " + note
-    return dict(text=f"{text}<br><sup>{sub}</sup>", x=0.0, xanchor="left", xref="container", y=1.0,
+def _title(text: str, report, note: "str | list[str]" = "") -> dict:
+    """A title with a subtitle: the kernel and GPU, then each note, wrapped to lines of ~150 characters."""
+    import textwrap
+
+    notes = [note] if isinstance(note, str) else list(note)
+    lines = [f"{report.kernel} on {report.gpu}"]
+    for n in notes:
+        if n:
+            lines.extend(textwrap.wrap(n, 150))
+    if len(notes) == 1 and notes[0] and len(lines) == 2 and len(lines[0]) + len(lines[1]) < 140:
+        lines = [lines[0] + " · " + lines[1]]
+    sub = "<br>".join(f"<sup>{_esc(ln)}</sup>" for ln in lines)
+    return dict(text=f"{text}<br>{sub}", x=0.0, xanchor="left", xref="container", y=1.0,
                 yanchor="top", yref="container", pad=dict(t=26, l=8))
 
 
@@ -44,7 +52,9 @@ def fit_top_margin(fig, width_px: float = 1100.0) -> None:
     """Leave room above the plot for the title (two lines) and the horizontal legend above the plot."""
     chars = sum(len(t.name or "") + 6 for t in fig.data if t.showlegend is not False and t.name)
     rows = int(np.ceil(chars * 7.0 / width_px)) if chars else 0
-    fig.update_layout(margin=dict(t=84 + 22 * rows))
+    title = fig.layout.title.text or ""
+    extra = max(0, title.count("<br>") - 1)
+    fig.update_layout(margin=dict(t=84 + 22 * rows + 15 * extra))
 
 
 def _empty(fig: go.Figure, message: str) -> go.Figure:

@@ -22,7 +22,7 @@ from ..timing.sm import STALL_REASONS
 from .timeline import CATEGORIES, STATE_CATEGORY, OpDescriber, place_warps, sample_sms
 
 _DIGITS = 5                 # microsecond timestamps rounded to 10 ps: endpoints, not durations, are rounded
-DEFAULT_MAX_EVENTS = 400_000
+DEFAULT_MAX_EVENTS = 300_000
 
 
 def _intervals(rep, want: set[int] | None):

@@ -263,6 +263,7 @@ class TimelineBars:
     n_masked: list[int] = field(default_factory=list)     # ... of which with lanes masked off
     fewest: list[int] = field(default_factory=list)       # fewest active lanes among them
     text: list[str] = field(default_factory=list)         # hover text: instructions, source lines, waits
+    cat_cycles: list = field(default_factory=list)        # binned bars: cycles of each category in the bar
     row_labels: list[tuple[int, str]] = field(default_factory=list)   # (first row, "SM s · SP p") per group
     row_of_uid: dict[int, int] = field(default_factory=dict)
     n_rows: int = 0
@@ -461,10 +462,6 @@ def _binned(tb: TimelineBars, raw: dict[int, list[list]], max_bars: int) -> None
     np.maximum.at(last, cell, e)
     cells = np.flatnonzero(np.isfinite(first))
     dom = acc[cells].argmax(axis=1)
-    label_of_row = {}
-    for (f, lab), (nxt, _) in zip(tb.row_labels, tb.row_labels[1:] + [(tb.n_rows, "")]):
-        for r in range(f, nxt):
-            label_of_row[r] = f"{lab} · slot {r - f}"
     prev = None
     for c, d in zip(cells.tolist(), dom.tolist()):
         r, b = divmod(c, nb)
@@ -472,9 +469,8 @@ def _binned(tb: TimelineBars, raw: dict[int, list[list]], max_bars: int) -> None
             i = len(tb.t1) - 1
             tb.t1[i] = float(last[c])
             prev[1] = b
-            prev[3] = prev[3] + acc[c]
-            tb.busy[i] = float(prev[3].sum())
-            tb.text[i] = _bin_text(label_of_row.get(r, ""), tb.t0[i], tb.t1[i], prev[3], width)
+            tb.cat_cycles[i] = tb.cat_cycles[i] + acc[c]
+            tb.busy[i] = float(tb.cat_cycles[i].sum())
             continue
         tb.y.append(r)
         tb.t0.append(float(first[c]))
@@ -487,15 +483,20 @@ def _binned(tb: TimelineBars, raw: dict[int, list[list]], max_bars: int) -> None
         tb.n_inst.append(0)
         tb.n_masked.append(0)
         tb.fewest.append(WARP)
-        tb.text.append(_bin_text(label_of_row.get(r, ""), float(first[c]), float(last[c]), acc[c], width))
-        prev = [r, b, d, acc[c].copy()]
+        tb.text.append("")
+        tb.cat_cycles.append(acc[c].copy())
+        prev = [r, b, d]
 
 
-def _bin_text(label: str, t0: float, t1: float, shares: np.ndarray, width: float) -> str:
-    tot = float(shares.sum()) or 1.0
-    parts = [f"{CATEGORIES[i][1]} {100 * v / tot:.0f} %"
-             for i, v in sorted(enumerate(shares.tolist()), key=lambda x: -x[1]) if v > 0]
-    return (f"{label}<br>{t0:,.0f}–{t1:,.0f} (bins of {width:,.0f} cycles), time logged:<br>" + "<br>".join(parts))
+def _row_places(tb: TimelineBars) -> dict[int, tuple[int, int, int]]:
+    """Figure row -> (SM, sub-partition, slot)."""
+    out = {}
+    ends = [f for f, _ in tb.row_labels[1:]] + [tb.n_rows]
+    for (first, lab), end in zip(tb.row_labels, ends):
+        sm_s, sub_s = lab.split(" · ")
+        for r in range(first, end):
+            out[r] = (int(sm_s.split()[1]), int(sub_s.split()[1]), r - first)
+    return out
 
 
 # ---- the figure -------------------------------------------------------------------------------------------
@@ -527,27 +528,41 @@ def timeline_figure(report, max_sms: int | None = 8, max_bars: int = DEFAULT_MAX
     cat = np.asarray(tb.cat, np.int32)
     text = np.asarray(tb.text, object)
     info = res.warps
-    cd = np.zeros((len(y), 10), np.float32)
-    if len(y) and tb.merged != "binned":
+    binned = tb.merged == "binned"
+    cd = np.zeros((len(y), 5 + (len(CATEGORIES) if binned else 5)), np.float32)
+    if binned:
+        where = _row_places(tb)
+        if len(y):
+            cd[:, 0:3] = [where[r] for r in tb.y]
+            cd[:, 3] = t0
+            cd[:, 4] = t1
+            shares = np.asarray(tb.cat_cycles, float)
+            cd[:, 5:] = 100.0 * shares / np.maximum(shares.sum(axis=1, keepdims=True), 1e-12)
+    elif len(y):
         cd[:, 0] = [places.sm[u] for u in tb.uid]
         cd[:, 1] = [places.sub[u] for u in tb.uid]
         cd[:, 2] = [places.row[u] for u in tb.uid]
         cd[:, 3] = [info[u][0] for u in tb.uid]
         cd[:, 4] = [info[u][1] for u in tb.uid]
-    cd[:, 5] = t0
-    cd[:, 6] = t1
-    cd[:, 7] = tb.n_inst
-    cd[:, 8] = tb.n_masked
-    cd[:, 9] = tb.fewest
+        cd[:, 5] = t0
+        cd[:, 6] = t1
+        cd[:, 7] = tb.n_inst
+        cd[:, 8] = tb.n_masked
+        cd[:, 9] = tb.fewest
     head = ("SM %{customdata[0]:.0f} · SP %{customdata[1]:.0f} · slot %{customdata[2]:.0f} · "
             "CTA %{customdata[3]:.0f} warp %{customdata[4]:.0f}<br>")
     span = "%{x:,.0f} cycles (%{customdata[5]:,.0f}–%{customdata[6]:,.0f})"
+    bin_tmpl = ("SM %{customdata[0]:.0f} · SP %{customdata[1]:.0f} · slot %{customdata[2]:.0f}<br>"
+                f"%{{customdata[3]:,.0f}}–%{{customdata[4]:,.0f}} (bins of {tb.bin_cycles:,.0f} cycles); "
+                "share of the time logged:<br>" +
+                "<br>".join(f"{lab}: %{{customdata[{5 + i}]:.0f}} %" for i, (_, lab, _) in enumerate(CATEGORIES)) +
+                "<extra></extra>")
     for ci, (key, label, colour) in enumerate(CATEGORIES):
         m = cat == ci
         if not m.any():
             continue
-        if tb.merged == "binned":
-            tmpl = "%{text}<extra></extra>"
+        if binned:
+            tmpl = bin_tmpl
         elif key in ("issuing", "masked"):
             tmpl = (head + f"<b>{label}</b>: " + span + "<br>%{customdata[7]:.0f} warp instructions, "
                     "%{customdata[8]:.0f} of them with lanes masked off (fewest active %{customdata[9]:.0f}/32)"
@@ -557,7 +572,7 @@ def timeline_figure(report, max_sms: int | None = 8, max_bars: int = DEFAULT_MAX
         fig.add_trace(go.Bar(
             orientation="h", y=y[m], base=np.round(t0[m], 2).tolist(), x=np.maximum(t1[m] - t0[m], 1e-3),
             name=label, marker=dict(color=colour, line=dict(width=0)), width=0.8, customdata=cd[m],
-            text=text[m].tolist(), textposition="none", hovertemplate=tmpl, meta=key))
+            text=None if binned else text[m].tolist(), textposition="none", hovertemplate=tmpl, meta=key))
     clock = report.config.chip.sm_clock_mhz if report.config is not None else 0
     shapes = []
     prev_sm = None
@@ -571,7 +586,7 @@ def timeline_figure(report, max_sms: int | None = 8, max_bars: int = DEFAULT_MAX
     centres = [(f + e - 1) / 2 for (f, _), e in zip(tb.row_labels, ends)]
     row_px = 7 if tb.n_rows <= 160 else 5 if tb.n_rows <= 320 else 3
     fig.update_layout(
-        title=_title("Warp timeline", report, "; ".join(tb.notes)),
+        title=_title("Warp timeline", report, tb.notes),
         barmode="overlay", bargap=0, shapes=shapes, height=int(min(2600, max(320, 160 + row_px * tb.n_rows))),
         xaxis=dict(title=f"time (cycles at {clock:.0f} MHz from the launch)", showgrid=True),
         yaxis=dict(tickmode="array", tickvals=centres, ticktext=[lab for _, lab in tb.row_labels],
