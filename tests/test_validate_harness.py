@@ -1,7 +1,15 @@
 """The hardware harness's pure parts: ncu CSV parsing, row alignment, metric filtering, output comparison."""
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from gpusim.validate import ncu
 from gpusim.validate.collect import compare, sass_histogram
@@ -79,3 +87,39 @@ def test_sass_histogram_counts_opcodes_with_predicates():
         /*0030*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
     """
     assert sass_histogram(sass) == {"FFMA": 2, "LDC": 1, "LDG.E.128": 1}
+
+
+@pytest.mark.contract
+def test_ncu_mode_plumbing_with_a_fake_ncu(tmp_path):
+    """collect --ncu end to end on the CPU modes, with tests/fake_ncu.py standing in for Nsight Compute:
+    metric filtering (query and probe), the profiled child, the manifest, report import and row alignment."""
+    for mod in ("numba", "triton", "torch"):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"needs {mod}")
+    repo = Path(__file__).resolve().parents[1]
+    fake = tmp_path / "ncu"
+    fake.write_text(f"#!{sys.executable}\n" + (repo / "tests" / "fake_ncu.py").read_text())
+    fake.chmod(0o755)
+    env = dict(os.environ, NCU=str(fake), GPUSIM_COLLECT_DEVICE="cpu", NUMBA_ENABLE_CUDASIM="1",
+               TRITON_INTERPRET="1", PYTHONPATH=str(repo) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = tmp_path / "ncu.json"
+    cases = "^(vector_add_n1024|tl_vector_add_n4096|tl_sincos_unfused_n1048576|fa_bwd_d64_n1024)$"
+    r = subprocess.run([sys.executable, "-m", "gpusim.validate.collect", "--ncu", "--cases", cases,
+                        "--out", str(out), "--time-budget", "300"], cwd=repo, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert out.exists(), r.stderr[-3000:]
+    rec = json.loads(out.read_text())
+    assert r.returncode == 0, r.stderr[-3000:]
+    dropped = rec["ncu"]["metrics_dropped"]
+    assert "smsp__inst_executed_pipe_tma.sum" in dropped and "launch__sm_count" in dropped
+    assert "launch__registers_per_thread" in rec["ncu"]["metrics_used"]
+    cases = rec["cases"]
+    assert set(cases) == {"vector_add_n1024", "tl_vector_add_n4096", "tl_sincos_unfused_n1048576",
+                          "fa_bwd_d64_n1024"}
+    assert [len(c["kernels"]) for c in cases.values()] == [1, 1, 5, 3]
+    assert all(c["status"] == "ok" and not c.get("warnings") for c in cases.values())
+    steps = cases["tl_sincos_unfused_n1048576"]["kernels"]
+    assert [k["ncu_name"].split("::")[-1].split("[")[0] for k in steps] == \
+        ["sin_kernel", "cos_kernel", "square_kernel", "square_kernel", "add_kernel"]
+    assert isinstance(steps[0]["metrics"]["gpc__cycles_elapsed.max"], int)
+    assert Path(str(out.with_suffix("")) + "_raw.csv").exists()

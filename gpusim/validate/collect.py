@@ -791,13 +791,23 @@ def ncu_child(args) -> int:
     """Runs under ncu: every target is compiled and warmed outside the profiler range, then launched once
     inside it.  Writes the manifest (names and kernels, in launch order) after every target."""
     manifest = Path(args.manifest)
-    start, stop = profiler_range()
+    # GPUSIM_COLLECT_DEVICE=cpu runs the child on the CPU modes at tiny sizes: only for testing this plumbing
+    device = os.environ.get("GPUSIM_COLLECT_DEVICE", "cuda")
+    if device == "cpu":
+        from . import cpumodes
+        cpumodes.patch_numba_cudasim()
+        cpumodes.patch_triton_interpreter()
+        start = stop = (lambda: None)
+    else:
+        start, stop = profiler_range()
     if args.micro:
         from . import microbench
         targets = [(t.name, t.prepare, {"kind": t.kind, "params": t.params})
                    for t in microbench.select(args.cases, args.shard, quick=args.quick, for_ncu=True)]
     else:
-        targets = [(c.name, (lambda c=c: PreparedCase(suite.load_case(c), "cuda", c.name)), {})
+        # on the CPU modes the cases run at their tiny CPU sizes
+        targets = [(c.name, (lambda c=c: PreparedCase(
+                        suite.load_case(c, suite.cpu_params(c) if device == "cpu" else None), device, c.name)), {})
                    for c in suite.select(args.cases, args.shard)]
     entries: list[dict] = []
     t_start = time.time()
