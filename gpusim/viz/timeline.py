@@ -302,7 +302,8 @@ def timeline_bars(report, max_sms: int | None = 8, max_bars: int = DEFAULT_MAX_B
     places = place_warps(report, chosen)
     tb = TimelineBars(sms=chosen, n_sms_active=len(act), n_sms_chip=n_chip, places=places)
     if len(chosen) < len(act):
-        tb.notes.append(f"showing SMs {', '.join(map(str, chosen))} of {n_chip} ({len(act)} ran CTAs): "
+        tb.notes.append(f"showing SM{'s' if len(chosen) > 1 else ''} {', '.join(map(str, chosen))} of {n_chip} "
+                        f"({len(act)} ran CTAs): "
                         f"every warp of these SMs over the whole kernel")
     base: dict[tuple[int, int], int] = {}
     y = 0
