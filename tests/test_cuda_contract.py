@@ -128,3 +128,51 @@ def test_kernel_matches_numba_simulator(path, kw, tmp_path):
     for key, exp in L["reference"]().items():
         got = L["args"][key] if not isinstance(key, tuple) else steps[key[0]]["args"][key[1]]
         np.testing.assert_allclose(np.asarray(got), exp, rtol=rtol, atol=atol)
+
+
+_PAIRS = [("int64", "int64"), ("int32", "int32"), ("int32", "int64"), ("uint32", "int32"), ("uint64", "int64"),
+          ("uint64", "uint32"), ("uint32", "uint32"), ("int8", "uint64"), ("bool", "bool"), ("bool", "int64"),
+          ("float32", "float32"), ("float32", "float64"), ("float32", "int64"), ("float32", "int32"),
+          ("float64", "int32"), ("float32", "bool"), ("float64", "uint64")]
+_OPS = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift", "bitand", "bitor", "bitxor",
+        "lt", "min", "max"]
+
+
+def _numba_types(ta, tb):
+    import numba
+
+    @numba.njit
+    def f(x, y):
+        return (x + y, x - y, x * y, x / y, x // y, x % y, x ** y, x << y, x >> y, x & y, x | y, x ^ y, x < y,
+                min(x, y), max(x, y))
+
+    @numba.njit
+    def g(x, y):
+        return (x + y, x - y, x * y, x / y, x // y, x % y, x ** y, x < y, min(x, y), max(x, y))
+    a, b = np.dtype(ta).type(3), np.dtype(tb).type(2)
+    floaty = "f" in (np.dtype(ta).kind, np.dtype(tb).kind)
+    fn = g if floaty else f
+    fn(a, b)
+    ret = fn.nopython_signatures[0].return_type
+    names = [o for o in _OPS if not (floaty and o in ("lshift", "rshift", "bitand", "bitor", "bitxor"))]
+    return {o: np.dtype(str(t)) for o, t in zip(names, ret.types)}
+
+
+@pytest.mark.parametrize("ta,tb", _PAIRS)
+def test_typing_matches_numba_type_inference(ta, tb):
+    import types as _t
+    from gpusim.cuda import runtime as R
+    ch = R.Chunk.__new__(R.Chunk)
+    ch.recording = False
+    ch.mask = R.Mask(None)
+    ch.ck = _t.SimpleNamespace(file="", name="typing")
+    expect = _numba_types(ta, tb)
+    for op, dt in expect.items():
+        x, y = R.V(np.dtype(ta).type(3)), R.V(np.dtype(tb).type(2))
+        if op in ("min", "max"):
+            got = ch.minmax(op, (x, y), 0)
+        elif op == "lt":
+            got = ch.compare("lt", x, y, 0)
+        else:
+            got = ch.binop(op, x, y, 0)
+        assert got.v.dtype == dt, f"{ta} {op} {tb}: gpusim {got.v.dtype}, numba {dt}"

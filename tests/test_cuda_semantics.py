@@ -742,3 +742,19 @@ def test_every_atomic_matches_sequential_thread_order(n_threads, m):
     run(k_all_atomics, n_threads // 20, 20, *got)
     for g, e in zip(got[:5], exp[:5]):
         np.testing.assert_array_equal(g, e)
+
+
+@cuda.jit
+def k_inf(a, out):
+    i = cuda.grid(1)
+    m = float("inf")
+    for k in range(a.shape[1]):
+        m = min(m, a[i, k])
+    out[i] = m if m < math.inf else -1.0
+
+
+def test_float_inf_constants():
+    a = np.array([[3.0, 1.0, 2.0], [np.inf, np.inf, np.inf]])
+    out = np.zeros(2)
+    run(k_inf, 1, 2, a, out)
+    assert list(out) == [1.0, -1.0]

@@ -851,6 +851,12 @@ class _FunctionCompiler:
                             keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
         if kind == "builtin" and tag[1] == "print":
             return _c(None)         # printf from a kernel: accepted, prints nothing (arguments not evaluated)
+        if kind == "builtin" and tag[1] == "float" and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) \
+                and isinstance(n.args[0].value, str):
+            try:
+                return self.k(R.const(float(n.args[0].value)))      # float("inf"), float("nan")
+            except ValueError:
+                raise self.compile_error(f"float({n.args[0].value!r}) is not a number", n) from None
         if n.keywords and kind != "builtin":
             raise self.unsupported(f"keyword arguments to {ast.unparse(n.func)}", n)
         args = [self.expr(a) for a in n.args]
@@ -872,10 +878,8 @@ class _FunctionCompiler:
                 raise self.compile_error(f"{b}() takes one argument here", n)
             if b == "abs":
                 return _rt("builtin_abs", args[0], _c(line))
-            if b == "int":
-                return _rt("cast", args[0], self.k(np.dtype(np.int64)), _c(line))
-            if b == "float":
-                return _rt("cast", args[0], self.k(np.dtype(np.float64)), _c(line))
+            if b in ("int", "float"):      # numba: int(int32) stays int32, float(float32) stays float32
+                return _rt("builtin_num", _c(b), args[0], _c(line))
             if b == "bool":
                 return _rt("cast", args[0], self.k(np.dtype(np.bool_)), _c(line))
             if b == "len":

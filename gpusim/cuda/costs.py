@@ -95,6 +95,8 @@ for _dt, _w in (("int32", 1), ("uint32", 1), ("int64", 2), ("uint64", 2)):
     COSTS[("truediv", _dt)] = COSTS[("truediv", "float64")]  # ints are converted to float64 first
     COSTS[("pow", _dt)] = [(INT, 12, "IMAD"), (BRANCH, 3, "BRA")]
 COSTS[("bitop", "bool")] = [(INT, 1, "PLOP3")]
+COSTS[("min", "bool")] = [(INT, 1, "PLOP3")]
+COSTS[("max", "bool")] = [(INT, 1, "PLOP3")]
 COSTS[("cmp", "bool")] = [(INT, 1, "PLOP3")]
 COSTS[("not", "bool")] = []                                  # predicate negation is free
 for _k in ("float32", "float64", "float16"):

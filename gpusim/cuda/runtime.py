@@ -119,14 +119,8 @@ def arith_type(ta: np.dtype, tb: np.dtype) -> np.dtype:
         return r
     ka, kb = ta.kind, tb.kind
     if ka in "iub" and kb in "iub":
-        ua, ub = ka == "u", kb == "u"
-        if ua and ub:
-            r = U64
-        elif ua or ub:
-            u = ta if ua else tb
-            r = F64 if u.itemsize == 8 else I64
-        else:
-            r = I64
+        # numba: integers widen to 64 bit; unsigned only when both operands are (uint64 op int64 -> int64)
+        r = U64 if (ka == "u" and kb == "u") else I64
     elif ka == "f" and kb == "f":
         r = ta if ta.itemsize >= tb.itemsize else tb
     elif ka == "f" or kb == "f":
@@ -139,12 +133,11 @@ def arith_type(ta: np.dtype, tb: np.dtype) -> np.dtype:
 
 
 def unify(ta: np.dtype, tb: np.dtype) -> np.dtype:
-    """Type of a variable assigned values of both types (numba's unification at control-flow joins)."""
+    """Type of a variable assigned values of both types at a control-flow join, and of ``min``/``max``
+    (numba follows numpy's promotion here: int32|int64 -> int64, uint64|int64 -> float64)."""
     if ta == tb:
         return ta
-    if ta.kind == "b" and tb.kind == "b":
-        return BOOL
-    return arith_type(ta, tb)
+    return np.result_type(ta, tb)
 
 
 _SHORT = {"f2": "f16", "f4": "f32", "f8": "f64", "i1": "i32", "i2": "i32", "i4": "i32", "i8": "i64",
@@ -518,6 +511,10 @@ class Chunk:
             ct = BOOL
         elif op == "truediv" and ta.kind in "iub" and tb.kind in "iub":
             ct = F64
+        elif op == "pow" and ta.kind == "f" and tb.kind in "iub":
+            ct = ta                                       # float ** int keeps the float type (powi)
+        elif op in ("lshift", "rshift") and ta.kind in "iub" and tb.kind in "iub":
+            ct = U64 if ta.kind == "u" else I64         # the left operand's signedness, widened
         else:
             ct = arith_type(ta, tb)
             if op in _COST_OP and ct.kind == "f":
@@ -623,6 +620,14 @@ class Chunk:
         if self.recording and not x.const and self.mask is not EMPTY:
             self._cvt(x, dt, line)
         return V(_fix(x.v.astype(dt)), () if not x.const else (), x.const)
+
+    def builtin_num(self, kind, x, line) -> V:
+        """``int(x)`` / ``float(x)``: integers (floats) keep their type, others convert to int64 (float64)."""
+        v = self._val(x, line)
+        k = v.v.dtype.kind
+        if kind == "int":
+            return v if k in "iu" else self.cast(v, I64, line)
+        return v if k == "f" else self.cast(v, F64, line)
 
     def select_value(self, c: V, a: V, b: V, line) -> V:
         """Lane-wise ``a if c else b`` of two computed values (SEL)."""
