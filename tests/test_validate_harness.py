@@ -123,3 +123,32 @@ def test_ncu_mode_plumbing_with_a_fake_ncu(tmp_path):
         ["sin_kernel", "cos_kernel", "square_kernel", "square_kernel", "add_kernel"]
     assert isinstance(steps[0]["metrics"]["gpc__cycles_elapsed.max"], int)
     assert Path(str(out.with_suffix("")) + "_raw.csv").exists()
+
+
+@pytest.mark.contract
+def test_timing_mode_plumbing_on_the_cpu_modes(tmp_path):
+    """collect --timing on the CPU modes (tiny sizes, wall-clock instead of do_bench): record, checks, statuses,
+    --skip-done."""
+    for mod in ("numba", "triton", "torch"):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"needs {mod}")
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, GPUSIM_COLLECT_DEVICE="cpu", NUMBA_ENABLE_CUDASIM="1", TRITON_INTERPRET="1")
+    out = tmp_path / "timing.json"
+    cases = "^(grid_stride_copy_smem200k|tl_matmul_1409_64x64x32|attn_naive_d64_n1024)$"
+    r = subprocess.run([sys.executable, "-m", "gpusim.validate.collect", "--timing", "--cases", cases,
+                        "--out", str(out)], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rec = json.loads(out.read_text())
+    assert rec["schema"] == "gpusim-hw-record/1" and rec["device_mode"] == "cpu"
+    for name, c in rec["cases"].items():
+        assert c["status"] == "ok", (name, c.get("error"), c.get("traceback"))
+        assert c["check"]["passed"] and c["do_bench_ms"]["median"] > 0
+        assert c["kernels"] and c["kernels"][0]["kernel"]
+    assert rec["cases"]["grid_stride_copy_smem200k"]["kernels"][0]["dynamic_shared_bytes"] == 200 * 1024
+    assert len(rec["cases"]["attn_naive_d64_n1024"]["kernels"]) == 3
+    again = tmp_path / "again.json"
+    r = subprocess.run([sys.executable, "-m", "gpusim.validate.collect", "--timing", "--cases", cases,
+                        "--skip-done", str(out), "--out", str(again)], cwd=repo, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and json.loads(again.read_text())["cases"] == {}

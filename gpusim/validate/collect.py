@@ -526,12 +526,38 @@ def kernel_device_times(run, synchronize, names: list[str], iters: int = 10) -> 
 
 # ================================================================================================ timing mode
 
+def collect_device() -> str:
+    """"cuda", or "cpu" when GPUSIM_COLLECT_DEVICE=cpu: the GPU modes then run on the CPU modes (numba's
+    simulator / Triton's interpreter, enabled by the caller's environment) at the cases' tiny CPU sizes, with
+    wall-clock timing.  Only for testing the harness's plumbing without a GPU."""
+    device = os.environ.get("GPUSIM_COLLECT_DEVICE", "cuda")
+    if device not in ("cuda", "cpu"):
+        raise ValueError(f"GPUSIM_COLLECT_DEVICE must be 'cuda' or 'cpu', got {device!r}")
+    if device == "cpu":
+        from . import cpumodes
+        cpumodes.patch_numba_cudasim()
+        cpumodes.patch_triton_interpreter()
+    return device
+
+
+def _wall_times_ms(fn, reps: int = 3) -> list[float]:
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
 def run_timing(args) -> int:
-    import triton.testing
+    device = collect_device()
+    if device == "cuda":
+        import triton.testing
     rec = Record(args.out, "timing")
     cases = suite.select(args.cases, args.shard)
     skip = _done_cases(args.skip_done)
-    rec.data["env"] = environment()
+    rec.data["device_mode"] = device
+    rec.data["env"] = environment(gpu=device == "cuda")
     rec.data["clocks_before"] = rec.data["env"].get("nvidia_smi", {})
     rec.data["do_bench"] = {"warmup_ms": 25, "rep_ms": 100, "statistic": "median of return_mode='all'",
                             "l2_flush": "triton clears a 256 MB buffer before every run (cold L2)"}
@@ -552,22 +578,26 @@ def run_timing(args) -> int:
         t0 = time.time()
         prep = None
         try:
-            spec = suite.load_case(case)
+            spec = suite.load_case(case, suite.cpu_params(case) if device == "cpu" else None)
             entry["flops"], entry["min_bytes"] = spec.get("flops"), spec.get("min_bytes")
-            prep = PreparedCase(spec, "cuda", case.name)
+            prep = PreparedCase(spec, device, case.name)
             prep.run()
             prep.synchronize()
             entry["first_run_s"] = round(time.time() - t0, 3)
             entry["check"] = prep.check()
             entry["kernels"] = prep.compiled_info(sass=not args.no_sass)
-            times = triton.testing.do_bench(prep.run, warmup=25, rep=100, return_mode="all")
+            if device == "cuda":
+                times = triton.testing.do_bench(prep.run, warmup=25, rep=100, return_mode="all")
+            else:
+                times = _wall_times_ms(prep.run)
             q = np.quantile(times, [0.2, 0.5, 0.8])
             entry["do_bench_ms"] = {"median": statistics.median(times), "min": min(times), "p20": float(q[0]),
                                     "p80": float(q[2]), "n": len(times)}
-            try:
-                entry["device_time"] = kernel_device_times(prep.run, prep.synchronize, prep.kernel_names())
-            except Exception as e:                       # noqa: BLE001
-                entry["device_time_error"] = repr(e)
+            if device == "cuda":
+                try:
+                    entry["device_time"] = kernel_device_times(prep.run, prep.synchronize, prep.kernel_names())
+                except Exception as e:                   # noqa: BLE001
+                    entry["device_time_error"] = repr(e)
             entry["status"] = "ok" if entry["check"]["passed"] else "mismatch"
         except Exception as e:                           # noqa: BLE001
             entry["status"] = "error"
@@ -582,7 +612,7 @@ def run_timing(args) -> int:
         rec.save()
         if entry.get("status") == "mismatch":
             log(f"  MISMATCH {json.dumps(entry['check']['outputs'], default=_jsonable)[:400]}")
-    rec.data["clocks_after"] = nvidia_smi()
+    rec.data["clocks_after"] = nvidia_smi() if device == "cuda" else {}
     rec.data["wall_s"] = round(time.time() - t_start, 1)
     rec.save()
     return _summary(rec.data["cases"])
@@ -791,12 +821,8 @@ def ncu_child(args) -> int:
     """Runs under ncu: every target is compiled and warmed outside the profiler range, then launched once
     inside it.  Writes the manifest (names and kernels, in launch order) after every target."""
     manifest = Path(args.manifest)
-    # GPUSIM_COLLECT_DEVICE=cpu runs the child on the CPU modes at tiny sizes: only for testing this plumbing
-    device = os.environ.get("GPUSIM_COLLECT_DEVICE", "cuda")
+    device = collect_device()
     if device == "cpu":
-        from . import cpumodes
-        cpumodes.patch_numba_cudasim()
-        cpumodes.patch_triton_interpreter()
         start = stop = (lambda: None)
     else:
         start, stop = profiler_range()
