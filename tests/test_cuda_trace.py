@@ -302,3 +302,43 @@ def test_chunks_cover_the_grid_and_addresses_are_stable(monkeypatch):
     assert all(np.array_equal(x, y) for x, y in zip(l1, l2))     # same array, same device addresses
     assert tr.source_file.endswith("test_cuda_trace.py")
     assert "out[i] = a[i] * 2.0" in tr.source_lines[k_big.py_func.__code__.co_firstlineno + 4]
+
+
+@cuda.jit
+def k_walks(a, out, loc_k):
+    i = cuda.grid(1)
+    r = i % a.shape[0]
+    s = 0.0
+    loc = cuda.local.array(16, np.float32)
+    sh = cuda.shared.array(256, np.float32)
+    for k in range(a.shape[1]):            # row walk: uniform offset +4 B per iteration
+        s += a[r, k]
+        s += a[k, r]                       # column walk: +row pitch per iteration
+        sh[(cuda.threadIdx.x * 3 + k) % 256] = s
+        loc[(k + loc_k) % 16] = s
+    out[i] = s + loc[i % 16] + sh[cuda.threadIdx.x]
+
+
+def test_memory_summary_cache_is_exact(monkeypatch):
+    import gpusim.cuda.runtime as RT
+    a = np.random.default_rng(3).random((40, 40)).astype(np.float32)
+    out = np.zeros(160, np.float32)              # the same arrays: the same device addresses
+
+    def go():
+        out[:] = 0
+        tr = run(k_walks, 5, 32, a, out, 3)
+        return tr, out.copy()
+    tr1, o1 = go()
+    monkeypatch.setattr(RT, "MEM_CACHE", False)
+    tr2, o2 = go()
+    np.testing.assert_array_equal(o1, o2)
+    m1 = [op.mem for _, _, op in tr1.iter_ops() if op.mem is not None]
+    m2 = [op.mem for _, _, op in tr2.iter_ops() if op.mem is not None]
+    assert len(m1) == len(m2) > 100
+    for x, y in zip(m1, m2):
+        assert x.space == y.space and x.bytes_requested == y.bytes_requested
+        for f in ("ptr", "line", "smask", "wavefronts", "shared_ideal_wavefronts"):
+            fx, fy = getattr(x, f), getattr(y, f)
+            assert (fx is None) == (fy is None)
+            if fx is not None:
+                np.testing.assert_array_equal(fx, fy)

@@ -2,7 +2,8 @@
 consecutive CTAs, runs each chunk in lockstep (``runtime.Chunk``) and assembles the ``KernelTrace``.
 
 Chunks execute one after another (a legal schedule: CTAs are independent, and a later chunk sees the global
-memory writes of earlier ones).  A chunk holds up to ``CHUNK_THREADS`` padded threads.
+memory writes of earlier ones).  A chunk holds up to ``CHUNK_THREADS`` padded threads, fewer when its shared
+and local memory or (when recording) its table of active lanes would grow too big.
 
 The register estimate (``KernelTrace.regs_per_thread``) is ``REGISTERS_BASE`` + the peak over the kernel's
 statements of the registers its live variables need (a 64-bit value counts 2, a 32-bit or smaller one 1,
@@ -25,6 +26,12 @@ from .memory import ADDRESS_SPACE, as_device_storage
 
 #: padded threads per chunk (tunable): bigger chunks mean fewer, larger numpy operations
 CHUNK_THREADS = 1 << 20
+
+#: threads of the first chunk of a recorded launch (it measures the ops per CTA)
+PROBE_THREADS = 1 << 18
+
+#: most bytes of one table's active-lane matrix (``OpTable.active``: ops x warps) when recording
+ACTIVE_BYTES_PER_TABLE = 64 << 20
 
 #: GPU used for limits (threads per block, shared memory, banks) by plain ``kernel[grid, block](...)`` launches
 DEFAULT_GPU = "h100"
@@ -145,13 +152,21 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
     tables = []
     flops = 0
     fn = ck.fn
+    # recording: a first (probe) chunk measures the ops a chunk issues; later chunks are sized so that each
+    # table's active-lane matrix (ops x warps bytes) stays within ACTIVE_BYTES_PER_TABLE
+    C = min(L.C, max(1, PROBE_THREADS // L.P)) if record else L.C
+    first = 0
     with np.errstate(all="ignore"):
-        for first in range(0, L.n_ctas, L.C):
-            ch = R.Chunk(L, first, min(L.C, L.n_ctas - first))
+        while first < L.n_ctas:
+            c = min(C, L.n_ctas - first)
+            ch = R.Chunk(L, first, c)
             fn(ch, *wrapped)
+            first += c
             if record:
                 tables.append(ch.table())
                 flops += ch.flops
+                per_cta = max(1, len(ch.ops)) * L.wpc
+                C = max(1, min(L.C, ACTIVE_BYTES_PER_TABLE // per_cta))
     if not record:
         return None
     regs, info = _registers(ck, L, wrapped)

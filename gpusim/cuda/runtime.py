@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from ..errors import BarrierDivergence, CompileError, OutOfBounds, UnsupportedConstruct
-from ..trace import WARP, Op, OpKind, OpTable, Pipe, Space
+from ..trace import WARP, MemAccess, Op, OpKind, OpTable, Pipe, Space
 from . import costs as C_
 from .memory import LOCAL_BASE, coalesce_rows, shared_rows, tile_access
 
@@ -40,6 +40,9 @@ I32 = np.dtype(np.int32)
 U32 = np.dtype(np.uint32)
 
 _serial = itertools.count(1)
+
+#: reuse memory summaries of accesses that differ only by a uniform offset (see ``Chunk._mem``)
+MEM_CACHE = True
 
 #: most bytes of simulated shared + local memory one chunk may allocate (bounds chunk size)
 CHUNK_MEMORY_BYTES = 256 << 20
@@ -395,6 +398,8 @@ class Chunk:
         self.flops = 0
         self._sreg_seen: set = set()
         self._addr_cse: dict = {}
+        self._mem_cache: dict = {}
+        self._last_parts = ((), 0)
         # memory
         self.shared_buf = np.zeros((n_ctas, -(-L.shared_total // 16) * 16), np.uint8) if L.shared_total else None
         self._shared: dict = {}
@@ -1148,10 +1153,12 @@ class Chunk:
             raise self._err(CompileError, f"array {arr.name!r} has {arr.ndim} dimension(s), indexed with "
                             f"{len(idx)}", line)
         flat = None
+        sc = 0
         deps = ()
         runtime = []
         nwrap = 0
         vals = []
+        akey = []
         for k, ix in enumerate(idx):
             ix = self._val(ix, line)
             iv = ix.v
@@ -1186,13 +1193,20 @@ class Chunk:
                         self._oob(arr, idx, line, write, k, bad)
                     iv = np.clip(iv, 0, dim - 1)
             s = arr.el_strides[k]
+            if type(iv) is int:
+                sc += iv * s
+                continue
+            akey.append((k, ix.key()))
             term = iv * s if s != 1 else iv
             flat = term if flat is None else flat + term
-        if type(flat) is np.ndarray:
+        if flat is None:
+            flat = sc
+        else:
+            if sc:
+                flat = flat + sc
             if flat.dtype != I64:
                 flat = flat.astype(I64)
-        else:
-            flat = int(flat)
+        self._last_parts = (tuple(akey), sc)
         return flat, deps, runtime, nwrap
 
     def _oob(self, arr, idx, line, write, k, bad=None):
@@ -1252,7 +1266,36 @@ class Chunk:
         return c
 
     def _mem(self, arr, flat):
-        """MemAccess of one access by the active lanes at element offsets ``flat``."""
+        """MemAccess of one access by the active lanes at element offsets ``flat``.
+
+        Accesses whose lane-varying index parts are the same runtime values as an earlier access (same
+        variables, same mask) differ only by a uniform offset: the cached summary is reused, its lines
+        shifted (global/local: when the offset moves by whole 128 B lines; shared: conflicts do not move)."""
+        akey, sc = self._last_parts
+        sp = arr.space
+        off = sc * arr.itemsize * (WARP if sp == "local" else 1)     # local memory interleaves 32 lanes
+        if sp == "shared":
+            key = (arr.key, akey, self.mask.sid, off % 4)
+        else:
+            key = (arr.key, akey, self.mask.sid, off % 128)
+        hit = self._mem_cache.get(key) if MEM_CACHE else None
+        if hit is not None:
+            acc, off0 = hit
+            if sp == "shared":
+                return acc
+            shift = (off - off0) // 128
+            if shift == 0:
+                return acc
+            return MemAccess(space=acc.space, bytes_per_lane=acc.bytes_per_lane,
+                             bytes_requested=acc.bytes_requested, ptr=acc.ptr, line=acc.line + shift,
+                             smask=acc.smask)
+        acc = self._mem_compute(arr, flat)
+        if len(self._mem_cache) > 512:
+            self._mem_cache.clear()
+        self._mem_cache[key] = (acc, off)
+        return acc
+
+    def _mem_compute(self, arr, flat):
         m = self.mask
         c = self._lane_shape(flat)
         P = self.P
