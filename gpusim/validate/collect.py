@@ -763,7 +763,7 @@ def run_ncu(args) -> int:
     t0 = time.time()
     with open(log_path, "w") as lf:
         try:
-            r = subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT, timeout=child_budget + 240)
+            r = subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT, timeout=child_budget + 90)
             info["returncode"] = r.returncode
         except subprocess.TimeoutExpired:
             info["returncode"] = "timeout"
