@@ -385,8 +385,11 @@ class Chunk:
         gx, gy = L.grid[0], L.grid[1]
         self.ctaid = [(cta % gx).astype(np.int32)[:, None], ((cta // gx) % gy).astype(np.int32)[:, None],
                       (cta // (gx * gy)).astype(np.int32)[:, None]]
-        self.base = Mask(L.exist)
+        # ``full``: every thread of the chunk; ``base``: every thread that has not exited the kernel (after a
+        # top-level ``if ...: return`` it is the surviving lanes, so assignments there need no merge)
+        self.full = self.base = Mask(L.exist)
         self.mask = self.base
+        self.loop_depth = 0
         self.frames: list[Frame] = []
         self.n_returns = 0
         self.n_lost = 0
@@ -463,7 +466,7 @@ class Chunk:
         if not self.ops:
             return OpTable(self.first, self.C, self.wpc, [], np.zeros((0, self.n_warps), np.uint8))
         ids = np.asarray(self.op_rows, dtype=np.int64)
-        full_id = self.base.rid
+        full_id = self.full.rid
         if not self.L.padded and np.all(ids == full_id):
             active = None
         else:
@@ -753,7 +756,7 @@ class Chunk:
         self.frames.pop()
         if f.kind == "kernel":
             if self.recording:
-                self.mask = self.base
+                self.mask = self.full
                 self._rec(("exit",), line)
         self.mask = f.entry
         return None if f.retval is UNDEF else f.retval
@@ -826,7 +829,11 @@ class Chunk:
         if st.tend is st.mt and eend is st.me:
             self.mask = st.entry
         else:
-            self.mask = m_or(st.tend, eend)
+            new = m_or(st.tend, eend)
+            if st.entry is self.base and self.loop_depth == 0 and len(self.frames) == 1:
+                # kernel top level, outside loops: lanes can only have left through a kernel return
+                self.base = new
+            self.mask = new
 
     def ifexp(self, c, fa, fb, line) -> V:
         """``a if c else b``: each arm is evaluated for the lanes that select it, then merged (SEL)."""
@@ -880,6 +887,7 @@ class Chunk:
 
     # ---- loops ------------------------------------------------------------------------------------------------
     def loop_begin(self, line) -> LoopState:
+        self.loop_depth += 1
         st = LoopState()
         st.entry = self.mask
         st.exited = st.broken = st.cont = EMPTY
@@ -937,6 +945,7 @@ class Chunk:
             st.cont = EMPTY
 
     def loop_end(self, st, line=0) -> None:
+        self.loop_depth -= 1
         if st.nret == self.n_returns:
             self.mask = st.entry
         else:
