@@ -733,9 +733,9 @@ def run_ncu(args) -> int:
     info = rec.data["ncu"] = {"path": ncu, "version": ncu_tools.ncu_version(ncu)}
     log(f"ncu: {ncu} ({info['version'].splitlines()[-1] if info['version'] else '?'})")
     requested = list(ncu_tools.MICRO_METRICS if args.micro else ncu_tools.SUITE_METRICS)
-    info["metrics_requested"] = requested
     if args.metrics:
         requested = [m for m in args.metrics.split(",") if m]
+    info["metrics_requested"] = requested
     known, qerr = ncu_tools.query_metric_names(ncu)
     info["query_metrics_count"] = len(known)
     if qerr:
