@@ -758,3 +758,23 @@ def test_float_inf_constants():
     out = np.zeros(2)
     run(k_inf, 1, 2, a, out)
     assert list(out) == [1.0, -1.0]
+
+
+@cuda.jit
+def k_bit_intrinsics(a, out):
+    i = cuda.grid(1)
+    out[i, 0] = cuda.clz(a[i])
+    out[i, 1] = cuda.ffs(a[i])
+    out[i, 2] = cuda.popc(a[i])
+    out[i, 3] = cuda.brev(a[i])
+
+
+def test_bit_intrinsics_32_bit():
+    a = np.array([0, 1, 2, 3, 8, 12, 2 ** 31 - 1, -1] * 4, np.int32)
+    out = np.zeros((32, 4), np.int64)
+    run(k_bit_intrinsics, 1, 32, a, out)
+    u = a.astype(np.uint32)
+    assert list(out[:8, 0]) == [32 - int(v).bit_length() for v in u[:8]]
+    assert list(out[:8, 1]) == [0 if v == 0 else (int(v) & -int(v)).bit_length() for v in u[:8]]
+    assert list(out[:8, 2]) == [bin(int(v)).count("1") for v in u[:8]]
+    assert list(out[:8, 3].astype(np.uint32)) == [int(f"{int(v):032b}"[::-1], 2) for v in u[:8]]

@@ -158,10 +158,9 @@ def classify(obj):
         if n == "numba" or n.startswith("numba.") and ("types" in n):
             return ("numba", obj)
         return ("unknown", obj)
-    if getattr(obj, "_gpusim_frontend", None) == "cuda" or (
-            hasattr(obj, "py_func") and type(obj).__name__ in ("CUDADispatcher", "FakeCUDAKernel", "Dispatcher",
-                                                                "DeviceFunction", "Kernel")):
-        return ("devfn", obj.py_func)
+    if getattr(obj, "_gpusim_frontend", None) == "cuda" or \
+            isinstance(getattr(obj, "py_func", None), types.FunctionType):
+        return ("devfn", obj.py_func)       # gpusim / numba-cuda device functions, numba @njit helpers
     if isinstance(obj, bool) or isinstance(obj, (int, float, np.bool_)) or isinstance(obj, np.number):
         return ("const", obj)
     try:

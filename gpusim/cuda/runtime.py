@@ -1593,7 +1593,7 @@ class Chunk:
         vs = [self._val(a, line) for a in args]
         x = vs[0]
         if name == "popc":
-            r = np.bitwise_count(x.v)
+            r = np.bitwise_count(np.asarray(x.v).astype(np.dtype(f"u{x.v.dtype.itemsize}")))
             key = ("popc",)
         elif name == "fma":
             return self.fma(vs[0], vs[1], vs[2], line)
@@ -1607,16 +1607,16 @@ class Chunk:
             key = ("bitfn",)
         elif name == "clz":
             bits = x.v.dtype.itemsize * 8
-            u = np.asarray(x.v).astype(np.uint64)
-            nz = u != 0
-            lz = bits - np.where(nz, np.floor(np.log2(np.where(nz, u, 1).astype(np.float64))) + 1, 0)
-            r = lz.astype(I32)
+            u = np.asarray(x.v).astype(np.uint64) & np.uint64((1 << bits) - 1)
+            for sh in (1, 2, 4, 8, 16, 32):       # smear the highest set bit down, count the ones
+                u = u | (u >> np.uint64(sh))
+            r = (bits - np.bitwise_count(u).astype(np.int64)).astype(I32)
             key = ("bitfn",)
         elif name == "ffs":
-            u = np.asarray(x.v).astype(np.int64)
-            low = u & -u
-            r = np.where(u == 0, 0, np.floor(np.log2(np.where(low == 0, 1, low).astype(np.float64))) + 1
-                         ).astype(U32)
+            bits = x.v.dtype.itemsize * 8
+            u = np.asarray(x.v).astype(np.uint64) & np.uint64((1 << bits) - 1)
+            low = u & (~u + np.uint64(1))          # lowest set bit
+            r = np.where(u == 0, 0, np.bitwise_count(low - np.uint64(1)).astype(np.int64) + 1).astype(U32)
             key = ("bitfn",)
         elif name == "cbrt":
             return self.math("cbrt", args, line)
