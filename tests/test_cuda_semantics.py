@@ -778,3 +778,22 @@ def test_bit_intrinsics_32_bit():
     assert list(out[:8, 1]) == [0 if v == 0 else (int(v) & -int(v)).bit_length() for v in u[:8]]
     assert list(out[:8, 2]) == [bin(int(v)).count("1") for v in u[:8]]
     assert list(out[:8, 3].astype(np.uint32)) == [int(f"{int(v):032b}"[::-1], 2) for v in u[:8]]
+
+
+@cuda.jit
+def k_dyn_maybe(out, words):
+    d = cuda.shared.array(0, np.float32)
+    t = cuda.threadIdx.x
+    if words > 0:
+        d[t % words] = t
+    out[t] = d.size
+
+
+def test_zero_dynamic_shared_memory():
+    out = np.zeros(32)
+    tr = run(k_dyn_maybe, 1, 32, out, 0)
+    assert (out == 0).all() and tr.shared_bytes_per_cta == 0
+    with pytest.raises(OutOfBounds):
+        run(k_dyn_maybe, 1, 32, out, 1)          # a word the launch did not reserve
+    run(k_dyn_maybe, 1, 32, out, 2, shared=8)
+    assert (out == 2).all()

@@ -1060,7 +1060,11 @@ class Chunk:
             n = int(np.prod(shape, dtype=np.int64))
             nbytes = n * slot.dtype.itemsize
         isz = slot.dtype.itemsize
-        if self.shared_buf is None or self.shared_buf.shape[1] % isz or off % isz:
+        if self.shared_buf is None:           # no shared memory at all (e.g. 0 dynamic bytes): an empty array
+            a = SharedArray(slot.name, shape, slot.dtype, off, np.zeros(0, slot.dtype), 0, self.C)
+            self._shared[slot.index] = a
+            return a
+        if self.shared_buf.shape[1] % isz or off % isz:
             raise self._err(UnsupportedConstruct, f"shared array {slot.name!r} is misaligned", line)
         flat = self.shared_buf.reshape(-1).view(slot.dtype)
         a = SharedArray(slot.name, shape, slot.dtype, off, flat, self.shared_buf.shape[1] // isz, self.C)
