@@ -1,0 +1,157 @@
+"""``gpusim.triton``: Triton-compatible tile programs, executed functionally and lowered to a warp trace.
+
+Use it like ``triton``::
+
+    from gpusim import triton
+    from gpusim.triton import language as tl
+
+    @triton.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + tl.load(y_ptr + offs, mask=offs < n),
+                 mask=offs < n)
+
+    add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)      # numpy arrays or CPU torch tensors
+
+A launch runs every program of the grid (in chunks) at once on numpy arrays; program-varying control flow
+runs in masked lockstep.  ``trace_launch`` also lowers the launch the way Triton 3.x compiles it for the
+chosen GPU (``_lower``) and returns the ``KernelTrace`` the timing engine replays.  A plain ``kernel[grid](...)``
+only computes, unless ``gpusim.trace.launch_observers`` is non-empty (inside ``gpusim.session()``): then it
+records and publishes the trace.  Real ``@triton.jit`` functions are accepted too (their source is re-run).
+"""
+from __future__ import annotations
+
+import functools
+
+from .. import trace as _trace
+from . import language
+from ._launch import execute, resolve, run_launch, trace_launch
+from ._core import constexpr
+
+__all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
+           "trace_launch", "run_launch", "constexpr"]
+
+
+def cdiv(x, y):
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n: int) -> int:
+    n = int(n)
+    if n <= 1:
+        return 1
+    return 1 << (n - 1).bit_length()
+
+
+class JITFunction:
+    """A ``@triton.jit`` kernel: ``kernel[grid](*args, **meta)`` launches it."""
+
+    _gpusim_frontend = "triton"
+
+    def __init__(self, fn, **options):
+        self.fn = fn
+        self.options = options
+        functools.update_wrapper(self, fn)
+        import inspect
+        self.arg_names = list(inspect.signature(fn).parameters)
+
+    def __getitem__(self, grid):
+        return functools.partial(self.run, grid=grid)
+
+    def run(self, *args, grid, warmup=False, **kwargs):
+        record = bool(_trace.launch_observers)
+        tr = execute(self, grid, args, kwargs, record=record, gpu=_session_gpu())
+        if tr is not None:
+            _trace.publish_launch(tr)
+        return None
+
+    def __call__(self, *args, **kwargs):
+        from . import _core, _launch
+        if _core.ST is None:
+            raise TypeError(f"{self.fn.__name__} is a @triton.jit function: launch it with "
+                            f"{self.fn.__name__}[grid](...)")
+        return _launch._Helper(self.fn)(*args, **kwargs)
+
+    def __repr__(self):
+        return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+
+def _session_gpu():
+    """The GPU of the innermost observing session (an observer may carry ``gpu``), else the H100 preset."""
+    for f in reversed(_trace.launch_observers):
+        g = getattr(f, "gpu", None) or getattr(getattr(f, "__self__", None), "gpu", None)
+        if g is not None:
+            return g
+    return "h100"
+
+
+def jit(fn=None, **options):
+    """``@triton.jit`` and ``@triton.jit(...)`` (options are accepted and ignored)."""
+    if fn is None:
+        return lambda f: JITFunction(f, **options)
+    return JITFunction(fn, **options)
+
+
+class Config:
+    """``triton.Config``: meta-parameters and launch options of one autotuning candidate."""
+
+    def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None, **_):
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.num_ctas = num_ctas
+        self.maxnreg = maxnreg
+        self.pre_hook = pre_hook
+
+    def __repr__(self):
+        return f"Config({self.kwargs}, num_warps={self.num_warps}, num_stages={self.num_stages})"
+
+
+class Autotuner:
+    """``@triton.autotune``: gpusim does not benchmark; it always uses the first config (see trace meta)."""
+
+    _gpusim_frontend = "triton"
+
+    def __init__(self, fn, configs, key=None, **_):
+        self.fn = fn
+        self.configs = list(configs)
+        self.key = key
+        self.arg_names = getattr(fn, "arg_names", [])
+
+    def __getitem__(self, grid):
+        return functools.partial(self.run, grid=grid)
+
+    def run(self, *args, grid, **kwargs):
+        record = bool(_trace.launch_observers)
+        tr = execute(self, grid, args, kwargs, record=record, gpu=_session_gpu())
+        if tr is not None:
+            _trace.publish_launch(tr)
+
+
+def autotune(configs, key=None, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
+             post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False):
+    return lambda fn: Autotuner(fn, configs, key)
+
+
+class Heuristics:
+    """``@triton.heuristics({"NAME": lambda args: ...})``: meta-parameters computed from the arguments."""
+
+    _gpusim_frontend = "triton"
+
+    def __init__(self, fn, values):
+        self.fn = fn
+        self.values = dict(values)
+        self.arg_names = getattr(fn, "arg_names", [])
+
+    def __getitem__(self, grid):
+        return functools.partial(self.run, grid=grid)
+
+    def run(self, *args, grid, **kwargs):
+        record = bool(_trace.launch_observers)
+        tr = execute(self, grid, args, kwargs, record=record, gpu=_session_gpu())
+        if tr is not None:
+            _trace.publish_launch(tr)
+
+
+def heuristics(values):
+    return lambda fn: Heuristics(fn, values)

@@ -1,0 +1,365 @@
+"""Masked lockstep control flow: what the rewritten kernel calls at every ``if``, ``for``, ``while``, ``return``.
+
+All programs of a chunk run the kernel body together.  A condition or loop bound that is the same for every
+active program runs as plain Python.  One that differs between programs pushes a mask of the programs that
+take the branch / are still in the loop: memory ops of the others are masked off, and after the region each
+variable the region assigned is merged (new value where the mask is set, old value elsewhere).  A loop runs
+while any program is still in it.  ``return`` under a program-varying condition retires the active programs.
+Runtime loops (``range``, ``tl.range``) are reported to the recorder so the lowering can software-pipeline
+them; ``tl.static_range`` is unrolled, as Triton unrolls it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CompileError, UnsupportedConstruct
+from . import _axisinfo as AI
+from . import _core as C
+from ._core import fail, tensor, unwrap
+
+MISSING = object()
+
+
+class RangeSpec:
+    """What ``range(...)``, ``tl.range(...)`` and ``tl.static_range(...)`` return inside a kernel."""
+
+    def __init__(self, args, kind: str, num_stages=None):
+        args = tuple(unwrap(a) for a in args)
+        if not 1 <= len(args) <= 3:
+            fail(CompileError, f"range expects 1 to 3 arguments, got {len(args)}")
+        if len(args) == 1:
+            args = (0, args[0], 1)
+        elif len(args) == 2:
+            args = (args[0], args[1], 1)
+        self.start, self.stop, self.step = args
+        self.kind = kind
+        self.num_stages = unwrap(num_stages)
+        if kind == "static":
+            for a in args:
+                if isinstance(a, tensor):
+                    fail(CompileError, "static_range bounds must be constexprs")
+
+    def _ints(self):
+        out = []
+        for a in (self.start, self.stop, self.step):
+            if isinstance(a, tensor):
+                if a.shape:
+                    fail(CompileError, "range bounds must be scalars")
+                if a.v.shape[0] != 1:
+                    return None
+                a = a.v[0]
+            out.append(int(a))
+        return out
+
+    def __iter__(self):
+        ints = self._ints()
+        if ints is None:
+            fail(UnsupportedConstruct, "a range with program-varying bounds can only drive a for loop")
+        return iter(range(*ints))
+
+    def __len__(self):
+        ints = self._ints()
+        return len(range(*ints))
+
+
+def k_range(*args):
+    return RangeSpec(args, "range")
+
+
+def static_range(*args):
+    return RangeSpec(args, "static")
+
+
+def tl_range(*args, num_stages=None, loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False,
+             warp_specialize=False, disable_licm=False):
+    return RangeSpec(args, "range", num_stages)
+
+
+def _ax_of(x):
+    if isinstance(x, tensor):
+        return x.ax if x.ax is not None else AI.pessimistic(1)
+    return AI.constant(int(x))
+
+
+def _snap(locs):
+    return dict(locs)
+
+
+class _Region:
+    masked = False
+
+    def snap(self, locs):
+        return dict(locs) if self.masked else None
+
+    def merge(self, snap, locs, names):
+        if not self.masked or snap is None:
+            return {}
+        mask = C.ST.active()
+        if mask is None:
+            return {}
+        out = {}
+        for n in names:
+            new = locs.get(n, MISSING)
+            if new is MISSING:
+                continue
+            old = snap.get(n, MISSING)
+            if old is MISSING or old is new:
+                continue
+            out[n] = C.merge_values(mask, new, old)
+        return out
+
+
+class Branch(_Region):
+    def __init__(self, cond):
+        self.cv = C.cond_value(cond)
+        self.pushed = False
+
+    def then(self) -> bool:
+        cv = self.cv
+        if cv is True:
+            self.masked = False
+            return True
+        if cv is False:
+            return False
+        return self._enter(cv)
+
+    def orelse(self) -> bool:
+        cv = self.cv
+        if cv is True:
+            return False
+        if cv is False:
+            self.masked = False
+            return True
+        return self._enter(~cv)
+
+    def _enter(self, m) -> bool:
+        st = C.ST
+        st.push(m)
+        if not st.any_active():
+            st.pop()
+            return False
+        self.masked = True
+        self.pushed = True
+        return True
+
+    def end(self):
+        if self.pushed:
+            C.ST.pop()
+            self.pushed = False
+        self.masked = False
+
+
+class For(_Region):
+    """A ``for`` loop: plain Python over uniform bounds, masked lockstep over program-varying ones."""
+
+    def __init__(self, it):
+        st = C.ST
+        it = unwrap(it)
+        self.rec = None
+        self.pushed = False
+        self.value = None
+        if isinstance(it, RangeSpec):
+            self.kind = it.kind
+            ints = it._ints()
+            if it.kind == "range" and st.rec is not None:
+                self.rec = st.rec
+                st.rec.loop_begin(it.num_stages)
+            if ints is not None:
+                if ints[2] == 0:
+                    fail(CompileError, "range step must not be zero")
+                self._py = iter(range(*ints))
+                self._tensor_var = it.kind == "range"
+                self._lbax = (_ax_of(it.start), _ax_of(it.step))
+                self.uniform = True
+            else:
+                self.uniform = False
+                P = st.P
+                lo, hi, step = (C.program_values(C.to_tensor(a)).astype(np.int64) if isinstance(a, tensor)
+                                else np.full(P, int(a), np.int64) for a in (it.start, it.stop, it.step))
+                if np.any(step == 0):
+                    fail(CompileError, "range step must not be zero")
+                self.lo, self.hi, self.step = lo, hi, step
+                self.var_uniform = not isinstance(it.start, tensor) or it.start.v.shape[0] == 1
+                self.var_uniform &= not isinstance(it.step, tensor) or it.step.v.shape[0] == 1
+                self.entry = st.active()
+                self.k = 0
+                self._lbax = (_ax_of(it.start), _ax_of(it.step))
+        else:
+            self.kind = "py"
+            self.uniform = True
+            self._tensor_var = False
+            self._py = iter(it)
+
+    def next(self) -> bool:
+        st = C.ST
+        if self.pushed:
+            st.pop()
+            self.pushed = False
+        self.masked = False
+        if self.uniform:
+            try:
+                v = next(self._py)
+            except StopIteration:
+                return False
+            if self._tensor_var:
+                t = tensor(np.array([v], np.int32 if -2 ** 31 <= v < 2 ** 31 else np.int64),
+                           C.int32 if -2 ** 31 <= v < 2 ** 31 else C.int64, ())
+                if st.rec is not None:
+                    t.ax = AI.loop_var(*self._lbax)
+                v = t
+            self.value = v
+            if self.rec is not None:
+                self.rec.loop_iter()
+            return True
+        k = self.k
+        self.k += 1
+        val = self.lo + k * self.step
+        inside = np.where(self.step > 0, val < self.hi, val > self.hi)
+        if self.entry is not None:
+            inside &= self.entry
+        a = st.active()
+        cur = inside if a is None else (inside & a)
+        if not cur.any():
+            return False
+        if a is None:
+            full = bool(inside.all())
+        else:
+            full = bool(cur[a].all())
+        if not full:
+            st.push(inside)
+            self.pushed = True
+            self.masked = True
+        if self.var_uniform:
+            t = tensor(np.array([val[0]], np.int32), C.int32, ())
+        else:
+            t = tensor(val.astype(np.int32), C.int32, ())
+        if st.rec is not None:
+            t.ax = AI.loop_var(*self._lbax)
+        self.value = t
+        if self.rec is not None:
+            self.rec.loop_iter()
+        return True
+
+    def finish(self):
+        if self.pushed:
+            C.ST.pop()
+            self.pushed = False
+        if self.rec is not None:
+            self.rec.loop_end()
+            self.rec = None
+
+
+class While(_Region):
+    def __init__(self):
+        st = C.ST
+        self.inside = None          # programs still in the loop (None = all that entered)
+        self.pushed = False
+        self.rec = st.rec
+        if self.rec is not None:
+            self.rec.loop_begin(None, kind="while")
+
+    def next(self, cond) -> bool:
+        st = C.ST
+        cv = C.cond_value(cond)
+        if self.pushed:
+            st.pop()
+            self.pushed = False
+        self.masked = False
+        if cv is False:
+            return False
+        if cv is True:
+            if self.inside is not None:
+                st.push(self.inside)
+                self.pushed = True
+                self.masked = True
+                if not st.any_active():
+                    st.pop()
+                    self.pushed = False
+                    return False
+        else:
+            self.inside = cv if self.inside is None else (self.inside & cv)
+            st.push(self.inside)
+            self.pushed = True
+            self.masked = True
+            if not st.any_active():
+                st.pop()
+                self.pushed = False
+                return False
+        if self.rec is not None:
+            self.rec.loop_iter()
+        return True
+
+    def finish(self):
+        if self.pushed:
+            C.ST.pop()
+            self.pushed = False
+        if self.rec is not None:
+            self.rec.loop_end()
+
+
+def depth() -> int:
+    return len(C.ST.masks)
+
+
+def retire(d0: int = 0) -> bool:
+    """``return`` in a kernel: True means 'return now' (no program left), else the active programs retire."""
+    st = C.ST
+    if len(st.masks) == d0 and st.retired is None and d0 == 0:
+        return True
+    return st.retire()
+
+
+def check_return(d0: int):
+    if len(C.ST.masks) > d0:
+        fail(UnsupportedConstruct, "`return` of a value under a condition that differs between programs")
+
+
+def and_(a, bf):
+    a = unwrap(a)
+    if not isinstance(a, tensor):
+        return bf() if a else a
+    b = unwrap(bf())
+    return C.binary("and", _as_bool(a), _as_bool(b))
+
+
+def or_(a, bf):
+    a = unwrap(a)
+    if not isinstance(a, tensor):
+        return a if a else bf()
+    b = unwrap(bf())
+    return C.binary("or", _as_bool(a), _as_bool(b))
+
+
+def _as_bool(x):
+    x = unwrap(x)
+    if isinstance(x, tensor):
+        return x if x.dtype is C.int1 else C.cast(x, C.int1)
+    return bool(x)
+
+
+def not_(a):
+    a = unwrap(a)
+    if not isinstance(a, tensor):
+        return not a
+    return C.binary("eq", _as_bool(a), False)
+
+
+def ifexp(c, af, bf):
+    c = unwrap(c)
+    if not isinstance(c, tensor):
+        return af() if c else bf()
+    cv = C.cond_value(c)
+    if cv is True:
+        return af()
+    if cv is False:
+        return bf()
+    from . import _ops
+    return _ops.where(c, af(), bf())
+
+
+def assert_(cond, msg=None):
+    cond = unwrap(cond)
+    if isinstance(cond, tensor):
+        return      # device_assert: only checked by Triton in debug mode
+    if not cond:
+        fail(CompileError, f"assertion failed: {msg}" if msg is not None else "assertion failed")

@@ -1,0 +1,461 @@
+"""Launching a tile kernel: binding arguments like Triton, running all programs in chunks, building the trace.
+
+A launch binds arguments to the kernel's signature (constexprs from keywords or defaults; a missing constexpr
+is a compile error), specializes them as Triton does (pointers and ints divisible by 16 get divisibility 16,
+an int equal to 1 becomes the constant 1), then executes the grid in chunks of programs, each chunk in masked
+lockstep over numpy arrays.  When a trace is wanted, one *probe* program runs first with writes disabled: it
+fixes, per static op, the joined AxisInfo facts (vector widths), which loads feed dots (pipelining) and which
+dots chain (FlashAttention's warp layout), so every chunk lowers identically; each chunk then records one
+OpTable and equal tables are joined.
+"""
+from __future__ import annotations
+
+import inspect
+import linecache
+import sys
+import types
+
+import numpy as np
+
+from ..config import GPUConfig, load_gpu
+from ..errors import CompileError, GpusimError, KernelError, LaunchError, UnsupportedConstruct
+from ..trace import KernelTrace, WARP
+from . import _axisinfo as AI
+from . import _control
+from . import _core as C
+from . import _lower as L
+from . import _rewrite
+
+CHUNK_ELEMENTS = 1 << 21           # target elements of the largest tile over a chunk of programs
+_META_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "launch_cooperative_grid",
+              "launch_pdl", "warmup", "grid", "stream", "device")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# kernels: ours and real Triton's
+# ---------------------------------------------------------------------------------------------------------
+
+def _is_constexpr_annotation(ann) -> bool:
+    if ann is inspect.Parameter.empty or ann is None:
+        return False
+    if ann is C.constexpr:
+        return True
+    if isinstance(ann, str):
+        return "constexpr" in ann
+    return "constexpr" in getattr(ann, "__name__", "") or "constexpr" in repr(ann)
+
+
+class Spec:
+    """What a launch needs to know about a kernel function (from any front end)."""
+
+    def __init__(self, fn, heuristics=None, config=None):
+        self.fn = fn
+        self.heuristics = heuristics or []       # list of {name: fn(args_dict)}
+        self.config = config                     # (kwargs, num_warps, num_stages) of the chosen autotune config
+        self.sig = inspect.signature(fn)
+        self.params = list(self.sig.parameters.values())
+        self.constexprs = {p.name for p in self.params if _is_constexpr_annotation(p.annotation)}
+        self.name = fn.__name__
+
+
+_COMPILED: dict = {}
+
+
+def compiled(fn):
+    """The rewritten kernel function (cached per source function)."""
+    c = _COMPILED.get(fn)
+    if c is None:
+        c = _rewrite.compile_function(fn, True, build_globals)
+        _COMPILED[fn] = c
+    return c
+
+
+class _Helper:
+    """A JIT helper called from a kernel: compiled lazily with the same rewrite, then called."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self._c = None
+        self.__name__ = getattr(fn, "__name__", "helper")
+
+    def __call__(self, *args, **kw):
+        if self._c is None:
+            c = _COMPILED.get(("helper", self.fn))
+            if c is None:
+                c = _rewrite.compile_function(self.fn, False, build_globals)
+                _COMPILED[("helper", self.fn)] = c
+            self._c = c
+        return self._c(*args, **kw)
+
+
+def _real_triton_kind(v):
+    t = type(v)
+    mod = t.__module__ or ""
+    if not mod.startswith("triton"):
+        return None
+    return t.__name__
+
+
+def _rebind(v):
+    from . import language as tl
+    from .. import triton as gtriton
+    if isinstance(v, types.ModuleType):
+        name = v.__name__
+        if name == "triton":
+            return gtriton
+        if name in ("triton.language", "triton.language.core", "triton.language.standard"):
+            return tl
+        if name == "triton.language.math":
+            return tl.math
+        if name.startswith("triton.language.extra"):
+            return tl.extra.libdevice if "libdevice" in name else tl.extra
+        return v
+    kind = _real_triton_kind(v)
+    if kind is not None:
+        if kind in ("JITFunction", "InterpretedFunction"):
+            fmod = getattr(getattr(v, "fn", None), "__module__", "") or ""
+            if fmod.startswith("triton.language"):
+                return tl.__dict__.get(v.fn.__name__, v)
+            return _Helper(v.fn)
+        if kind == "constexpr":
+            return v.value
+        if kind in ("dtype", "pointer_type"):
+            name = getattr(v, "name", "")
+            for d in C.ALL_DTYPES:
+                if d.name == name:
+                    return d
+            return v
+        return v
+    if isinstance(v, (types.FunctionType, types.BuiltinFunctionType)):
+        mod = getattr(v, "__module__", "") or ""
+        if mod.startswith("triton.language"):
+            return tl.__dict__.get(v.__name__, v)
+        return v
+    if getattr(v, "_gpusim_frontend", None) == "triton" and hasattr(v, "fn"):
+        inner = v
+        while hasattr(inner, "fn") and not isinstance(inner, types.FunctionType):
+            inner = inner.fn
+        return _Helper(inner)
+    if isinstance(v, C.constexpr):
+        return v.value
+    return v
+
+
+def build_globals(fn) -> dict:
+    g = dict(fn.__globals__)
+    code = fn.__code__
+    if fn.__closure__:
+        for name, cell in zip(code.co_freevars, fn.__closure__):
+            try:
+                g[name] = cell.cell_contents
+            except ValueError:
+                pass
+    for k in list(g.keys()):
+        if k.startswith("__") and k.endswith("__"):
+            continue
+        g[k] = _rebind(g[k])
+    g["range"] = _control.k_range
+    g["__g_rt"] = _control
+    return g
+
+
+def resolve(kernel) -> Spec:
+    """A Spec for a gpusim JITFunction, a real Triton JITFunction / InterpretedFunction, Autotuner or
+    Heuristics wrapper, or a plain Python function written in Triton style."""
+    heur = []
+    config = None
+    k = kernel
+    for _ in range(8):
+        kind = type(k).__name__
+        if hasattr(k, "configs") and hasattr(k, "fn") and kind in ("Autotuner",):
+            cfgs = list(k.configs)
+            if cfgs and config is None:
+                c0 = cfgs[0]
+                config = (dict(getattr(c0, "kwargs", {}) or {}), getattr(c0, "num_warps", None),
+                          getattr(c0, "num_stages", None))
+            k = k.fn
+            continue
+        if hasattr(k, "values") and hasattr(k, "fn") and kind == "Heuristics":
+            heur.insert(0, dict(k.values))
+            k = k.fn
+            continue
+        if isinstance(k, types.FunctionType):
+            return Spec(k, heur, config)
+        if hasattr(k, "fn"):
+            k = k.fn
+            continue
+        break
+    raise GpusimError(f"cannot simulate {kernel!r}: not a Triton kernel (@triton.jit function) or a Python function")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# arguments
+# ---------------------------------------------------------------------------------------------------------
+
+def _pointer_arg(x, name):
+    mod = type(x).__module__ or ""
+    if isinstance(x, np.ndarray):
+        arr = x
+        if arr.dtype.name == "bfloat16":
+            arr = arr.view(np.uint16)
+            dt = C.bfloat16
+        else:
+            dt = C.dtype_of_numpy(arr.dtype)
+        flat, off, owner = C.numpy_root(arr)
+        return C.make_pointer_arg(flat, off, dt, name, owner)
+    if mod.startswith("torch"):
+        import torch
+        if x.device.type != "cpu":
+            raise UnsupportedConstruct(f"argument {name!r}: only CPU torch tensors can be simulated "
+                                       f"(got device {x.device})")
+        elem = x.element_size()
+        storage = x.untyped_storage()
+        n = storage.nbytes() // elem
+        view_dt = torch.int16 if x.dtype == torch.bfloat16 else x.dtype
+        base = torch.empty(0, dtype=view_dt).set_(storage, 0, (n,), (1,))
+        flat = base.numpy()
+        dt = C.bfloat16 if x.dtype == torch.bfloat16 else C.dtype_of_numpy(flat.dtype)
+        return C.make_pointer_arg(flat, int(x.storage_offset()), dt, name, None)
+    raise UnsupportedConstruct(f"argument {name!r} of type {type(x).__name__} cannot be passed to a kernel")
+
+
+def _scalar_arg(x, name):
+    if isinstance(x, (bool, np.bool_)):
+        t = C.tensor(np.array([bool(x)]), C.int1, ())
+        t.ax = AI.pessimistic(1)
+        return t
+    if isinstance(x, (int, np.integer)):
+        x = int(x)
+        if x == 1:
+            return 1                          # Triton specializes 1 as a constant
+        dt = C.int32 if -2 ** 31 <= x < 2 ** 31 else (C.int64 if -2 ** 63 <= x < 2 ** 63 else C.uint64)
+        t = C.tensor(np.array([x], dt.np), dt, ())
+        t.ax = AI.arg_scalar(x)
+        return t
+    if isinstance(x, (float, np.floating)):
+        return C.tensor(np.array([x], np.float32), C.float32, ())
+    raise UnsupportedConstruct(f"argument {name!r} of type {type(x).__name__} cannot be passed to a kernel")
+
+
+def bind(spec: Spec, args, kwargs):
+    """(values by parameter name as Python objects, constexpr values, num_warps, num_stages)."""
+    kwargs = dict(kwargs)
+    meta = {k: kwargs.pop(k) for k in list(kwargs) if k in _META_KEYS}
+    if spec.config is not None:
+        ckw, cw, cs = spec.config
+        for k2, v2 in ckw.items():
+            kwargs.setdefault(k2, v2)
+        if cw is not None:
+            meta.setdefault("num_warps", cw)
+        if cs is not None:
+            meta.setdefault("num_stages", cs)
+    _, first, file = _rewrite.source_of(spec.fn)
+    try:
+        ba = spec.sig.bind_partial(*args, **kwargs)
+    except TypeError as e:
+        raise CompileError(f"launch of {spec.name!r}: {e}", file=file, line=first, kernel=spec.name) from None
+    vals = dict(ba.arguments)
+    for h in spec.heuristics:
+        for k2, f in h.items():
+            if k2 not in vals:
+                vals[k2] = f({**vals, **meta})
+    for p in spec.params:
+        if p.name not in vals:
+            if p.default is not inspect.Parameter.empty:
+                vals[p.name] = p.default
+            elif p.name in spec.constexprs:
+                raise CompileError(f"constexpr parameter {p.name!r} of kernel {spec.name!r} was not given at launch "
+                                   f"(pass it as a keyword: {p.name}=...)", file=file, line=first, kernel=spec.name)
+            else:
+                raise CompileError(f"missing argument {p.name!r} of kernel {spec.name!r}", file=file, line=first,
+                                   kernel=spec.name)
+    num_warps = int(meta.get("num_warps", 4) or 4)
+    num_stages = int(meta.get("num_stages", 3) or 3)
+    if num_warps <= 0 or num_warps & (num_warps - 1):
+        raise LaunchError(f"num_warps must be a power of 2 (got {num_warps})")
+    return vals, num_warps, num_stages
+
+
+def _grid_of(grid, vals, num_warps, num_stages):
+    if callable(grid):
+        grid = grid({**vals, "num_warps": num_warps, "num_stages": num_stages})
+    if isinstance(grid, (int, np.integer)):
+        grid = (int(grid),)
+    grid = tuple(int(C.unwrap(g)) for g in grid)
+    if not 1 <= len(grid) <= 3:
+        raise LaunchError(f"grid must have 1 to 3 dimensions (got {grid})")
+    grid = grid + (1,) * (3 - len(grid))
+    if any(g < 0 for g in grid):
+        raise LaunchError(f"grid dimensions must be non-negative (got {grid})")
+    if grid[0] > 2 ** 31 - 1 or grid[1] > 65535 or grid[2] > 65535:
+        raise LaunchError(f"grid {grid} exceeds the CUDA limits (2^31-1, 65535, 65535)")
+    return grid
+
+
+def _kernel_values(spec: Spec, vals: dict):
+    """Python values to call the rewritten kernel with (pointers, scalars as tensors; constexprs raw)."""
+    out = {}
+    buffers = []
+    for p in spec.params:
+        v = vals[p.name]
+        if p.name in spec.constexprs:
+            out[p.name] = C.unwrap(v) if not _real_triton_kind(v) == "constexpr" else v.value
+            continue
+        if v is None or isinstance(v, (str, C.dtype)) or _real_triton_kind(v) in ("constexpr", "dtype"):
+            out[p.name] = _rebind(v)
+            continue
+        if isinstance(v, np.ndarray) or (type(v).__module__ or "").startswith("torch"):
+            t = _pointer_arg(v, p.name)
+            buffers.append(t.buf)
+            out[p.name] = t
+        else:
+            out[p.name] = _scalar_arg(v, p.name)
+    return out, buffers
+
+
+# ---------------------------------------------------------------------------------------------------------
+# execution
+# ---------------------------------------------------------------------------------------------------------
+
+def _fresh(values: dict) -> dict:
+    """New tensor objects (sharing arrays and buffers) for the arguments of one execution."""
+    out = {}
+    for k, v in values.items():
+        if isinstance(v, C.tensor):
+            t = C.tensor(v.v, v.dtype, v.shape, v.ax)
+            t.buf = v.buf
+            v = t
+        out[k] = v
+    return out
+
+
+def _pids(first: int, n: int, grid) -> np.ndarray:
+    lin = np.arange(first, first + n, dtype=np.int64)
+    g0, g1 = grid[0], grid[1]
+    return np.stack([lin % g0, (lin // g0) % g1, lin // (g0 * g1)], axis=1).astype(np.int32)
+
+
+def _run(kfn, values, st: C.State, spec: Spec):
+    prev = C.ST
+    C.ST = st
+    try:
+        with np.errstate(all="ignore"):
+            kfn(**values)
+    except KernelError:
+        raise
+    except GpusimError:
+        raise
+    except RecursionError:
+        raise
+    except (TypeError, NameError, AttributeError, ValueError, IndexError, KeyError, AssertionError,
+            ZeroDivisionError) as e:
+        file, line = _error_location(e)
+        raise CompileError(f"{type(e).__name__}: {e}", file=file, line=line, kernel=spec.name) from e
+    finally:
+        C.ST = prev
+
+
+def _error_location(e):
+    tb = e.__traceback__
+    loc = ("", 0)
+    while tb is not None:
+        info = C._CODE_INFO.get(tb.tb_frame.f_code)
+        if info is not None:
+            loc = (info[0], tb.tb_lineno)
+        tb = tb.tb_next
+    return loc
+
+
+def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" = "h100"):
+    """Run a launch: outputs are written in place.  Returns a KernelTrace when ``record``, else None."""
+    spec = kernel if isinstance(kernel, Spec) else resolve(kernel)
+    kfn = compiled(spec.fn)
+    vals, W, S = bind(spec, args, kwargs)
+    grid3 = _grid_of(grid, vals, W, S)
+    n = grid3[0] * grid3[1] * grid3[2]
+    cfg = load_gpu(gpu) if record else None
+    facts = L.Facts()
+    stats = L.Stats()
+    chunk = None
+    values0, buffers = _kernel_values(spec, vals)
+    if record and n:
+        # the probe: a few programs spread over the grid, run together with writes disabled
+        probe_ids = sorted({0, n - 1, n // 2, n // 4, (3 * n) // 4})
+        pids = _pids(0, n, grid3)[probe_ids] if n <= 1 << 20 else np.concatenate(
+            [_pids(i, 1, grid3) for i in probe_ids])
+        rec = L.Recorder(cfg, W, S, len(probe_ids), facts, stats, probe=True)
+        st = C.State(pids=pids, grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name, rec=rec,
+                     probe=True, buffers=buffers)
+        _run(kfn, _fresh(values0), st, spec)
+        facts.freeze()
+        stats = L.Stats()
+        chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))
+    tables = []
+    start = 0
+    while start < n:
+        size = chunk if chunk is not None else min(n, 64)
+        size = min(size, n - start)
+        values = _fresh(values0)
+        rec = L.Recorder(cfg, W, S, size, facts, stats) if record else None
+        st = C.State(pids=_pids(start, size, grid3), grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name,
+                     rec=rec, buffers=buffers, first_program=start)
+        _run(kfn, values, st, spec)
+        if chunk is None:
+            chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))
+        if record:
+            tables.append(rec.table(start))
+        start += size
+    if not record:
+        return None
+    return _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n)
+
+
+def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace:
+    tables = L.merge_tables(tables)
+    regs_est, reg_basis = L.register_estimate(stats, W)
+    regs = min(cfg.sm.max_registers_per_thread, max(16, regs_est))
+    spill = max(0, regs_est - cfg.sm.max_registers_per_thread)
+    smem, smem_basis = L.shared_estimate(stats)
+    if smem > cfg.sm.max_shared_per_cta_bytes:
+        file, first = _rewrite.source_of(spec.fn)[2], _rewrite.source_of(spec.fn)[1]
+        raise LaunchError(f"{file}:{first}: kernel {spec.name!r}: out of resource: shared memory, Required: {smem}, "
+                          f"Hardware limit: {cfg.sm.max_shared_per_cta_bytes}. Reducing block sizes or `num_stages` "
+                          f"may help.")
+    src_file = _rewrite.source_of(spec.fn)[2]
+    lines = sorted({o.line for t in tables for o in t.ops if o.line})
+    source_lines = {ln: linecache.getline(src_file, ln).rstrip("\n") for ln in lines}
+    meta = {
+        "num_warps": W, "num_stages": S,
+        "memory_ops": stats.mem_sites,
+        "vector_widths": {k: v.get("vec") for k, v in stats.mem_sites.items()},
+        "dots": stats.dots,
+        "registers": {"estimate": regs_est, "basis": reg_basis, "spilled_registers": spill,
+                      "formula": "base 24 + dot accumulators (M*N/(32*num_warps) fp32) + operand fragments held in "
+                                 "registers + tiles loaded into registers inside loops + up to two 64-bit "
+                                 "addresses per memory op; capped at 255 (the excess spills to local memory)"},
+        "shared_memory": smem_basis,
+        "programs_per_chunk": chunk,
+        "notes": ["autotune: the first config is used" if spec.config is not None else "",
+                  "tl.device_print/device_assert are ignored"],
+    }
+    meta["notes"] = [x for x in meta["notes"] if x]
+    tr = KernelTrace(name=spec.name, frontend="triton", grid=grid3, block=(WARP * W, 1, 1), regs_per_thread=regs,
+                     shared_bytes_per_cta=smem, tables=tables, source_file=src_file, source_lines=source_lines,
+                     local_bytes_per_thread=spill * 4, flops=float(stats.flops), meta=meta)
+    return tr
+
+
+def trace_launch(kernel, grid, args, meta: dict | None = None, *, gpu: "GPUConfig | str" = "h100") -> KernelTrace:
+    """Execute a tile-kernel launch functionally (outputs written in place) and return its trace.
+
+    ``meta`` holds constexprs and ``num_warps`` / ``num_stages``; ``kernel`` may be a gpusim ``@triton.jit``
+    function, a real Triton ``JITFunction`` / ``InterpretedFunction`` / autotuner (first config), or a plain
+    Triton-style Python function.
+    """
+    return execute(kernel, grid, list(args), dict(meta or {}), record=True, gpu=gpu)
+
+
+def run_launch(kernel, grid, args, meta: dict | None = None) -> None:
+    """Execute a tile-kernel launch functionally only (no trace): outputs are written in place.  Accepts the same
+    kernels as ``trace_launch`` (a real Triton ``@triton.jit`` function too)."""
+    execute(kernel, grid, list(args), dict(meta or {}), record=False)

@@ -1,0 +1,332 @@
+"""How gpusim.triton lowers tile ops: the numbers Triton's compiler would produce, checked against formulas.
+
+Shared memory per CTA, MMA instruction counts and shapes, vector widths from divisibility specialization (the
+2048 vs 2049 matmul), sectors of coalesced accesses, the register estimate, pipelining structure, reductions.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpusim import triton
+from gpusim.trace import OpKind, Pipe, Space
+from gpusim.triton import language as tl
+from gpusim.triton import trace_launch
+
+RNG = np.random.default_rng(7)
+
+
+@triton.jit
+def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr):
+    pid = tl.program_id(0)
+    n_tiles = tl.cdiv(N, BN)
+    pid_m = pid // n_tiles
+    pid_n = pid % n_tiles
+    rm = (pid_m * BM + tl.arange(0, BM)) % M
+    rn = (pid_n * BN + tl.arange(0, BN)) % N
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PREC)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    cm = pid_m * BM + tl.arange(0, BM)
+    cn = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + cm[:, None] * stride_cm + cn[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+             mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+def _matmul(M, N, K, BM=128, BN=128, BK=64, num_warps=8, num_stages=3, gpu="h100", dtype=np.float16,
+            prec="tf32"):
+    a = (RNG.standard_normal((M, K)) * 0.1).astype(dtype)
+    b = (RNG.standard_normal((K, N)) * 0.1).astype(dtype)
+    c = np.zeros((M, N), np.float16 if dtype == np.float16 else np.float32)
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    tr = trace_launch(mm_kernel, grid, [a, b, c, M, N, K, a.strides[0] // a.itemsize, 1, b.strides[0] // b.itemsize,
+                                        1, c.strides[0] // c.itemsize, 1],
+                      dict(BM=BM, BN=BN, BK=BK, PREC=prec, num_warps=num_warps, num_stages=num_stages), gpu=gpu)
+    tr.check()
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+    return tr
+
+
+def _ops(tr, kind):
+    return [(t, i, op) for t in tr.tables for i, op in enumerate(t.ops) if op.kind == kind]
+
+
+def _line(fn, text):
+    import inspect
+    lines, first = inspect.getsourcelines(fn.fn)
+    return first + next(i for i, ln in enumerate(lines) if text in ln)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# matmul: shared memory, MMA counts, pipelining
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("BM,BN,BK,W,S", [(128, 128, 64, 8, 3), (128, 64, 32, 4, 4), (64, 128, 64, 4, 2)])
+def test_matmul_shared_memory_and_wgmma_counts(BM, BN, BK, W, S):
+    M, N, K = 256, 256, 256
+    tr = _matmul(M, N, K, BM, BN, BK, W, S)
+    # pipeline buffers: num_stages x (A tile + B tile) fp16
+    assert tr.shared_bytes_per_cta == S * (BM * BK + BK * BN) * 2
+    assert tr.block == (32 * W, 1, 1)
+    # wgmma m64nNk16: N is the largest valid width <= BN / (warps along N); warps along M first (>= 4)
+    mmas = _ops(tr, OpKind.MMA)
+    steps = K // BK
+    assert len(mmas) == steps
+    n_warps_m = max(BM // 16, 1)
+    max_n = max(BN // max(W // n_warps_m, 1), 8)
+    n_instr = max(n for n in range(8, 257, 8) if BN % n == 0 and n <= max_n)
+    wpc = [4, 1]
+    while wpc[0] * wpc[1] < W:
+        if BM > 16 * wpc[0]:
+            wpc[0] *= 2
+        else:
+            wpc[1] *= 2
+    per_step = (BM // (64 * (wpc[0] // 4))) * (BN // (n_instr * wpc[1])) * (BK // 16)
+    for _, _, op in mmas:
+        assert op.n_inst == per_step
+        assert op.label.startswith(f"HGMMA.64x{n_instr}x16")
+        assert op.mma_dtype == "fp16" and op.pipe == Pipe.TENSOR
+    # the tensor-core work of all warps is exactly 2*M*N*K
+    assert sum(op.flops * t.n_warps for t, _, op in mmas) == 2 * M * N * K
+    assert tr.flops >= 2 * M * N * K
+
+
+def test_pipelining_structure():
+    S = 3
+    tr = _matmul(256, 256, 512, 128, 128, 64, 8, S)
+    t = tr.tables[0]
+    ops = t.ops
+    copies = [i for i, o in enumerate(ops) if o.kind == OpKind.ASYNC_COPY]
+    waits = [i for i, o in enumerate(ops) if o.kind == OpKind.ASYNC_WAIT]
+    mmas = [i for i, o in enumerate(ops) if o.kind == OpKind.MMA]
+    steps = 512 // 64
+    assert len(copies) == 2 * steps and len(waits) == 2 * steps and not any(o.kind == OpKind.LOAD for o in ops[:mmas[-1]])
+    # prologue: the copies of iterations 0 .. S-2, and iteration S-1's, are issued before the first MMA
+    assert sum(c < mmas[0] for c in copies) == 2 * S
+    # every wait waits for a copy issued earlier; the copy of iteration i+S-1 precedes the MMA of iteration i
+    for w in waits:
+        assert len(ops[w].deps) == 1 and ops[ops[w].deps[0]].kind == OpKind.ASYNC_COPY
+    for i, m in enumerate(mmas):
+        ahead = min(i + S - 1, steps - 1)
+        assert sum(c < m for c in copies) == 2 * (ahead + 1)
+        dep_kinds = {ops[d].kind for d in ops[m].deps}
+        assert OpKind.ASYNC_WAIT in dep_kinds
+        if i:
+            assert mmas[i - 1] in ops[m].deps          # accumulator chain
+    assert all(ops[c].mem.bytes_per_lane == 16 and ops[c].label.startswith("LDGSTS") for c in copies)
+
+
+def test_divisibility_2048_vs_2049():
+    # K (A's row stride) and N (B's row stride) divisible by 16: 16-byte vectors and a cp.async pipeline;
+    # 2049 / 129: Triton cannot prove alignment and falls back to 2-byte scalar loads
+    t48 = _matmul(128, 128, 2048, 128, 128, 64, 8, 3)
+    t49 = _matmul(128, 129, 2049, 128, 128, 64, 8, 3)
+    v48 = t48.meta["vector_widths"]
+    v49 = t49.meta["vector_widths"]
+    la = f"test_triton_lowering.py:{_line(mm_kernel, 'a = tl.load(a_ptrs')}"
+    lb = f"test_triton_lowering.py:{_line(mm_kernel, 'b = tl.load(b_ptrs')}"
+    assert v48[la] == 8 and v48[lb] == 8
+    assert v49[la] == 1 and v49[lb] == 1
+    assert t49.meta["memory_ops"][la]["divisibility_bytes"] == 2
+    assert not t49.meta["memory_ops"][la]["async_copy"] and t48.meta["memory_ops"][la]["async_copy"]
+    loads48 = _ops(t48, OpKind.ASYNC_COPY)
+    loads49 = [op for _, _, op in _ops(t49, OpKind.LOAD) if op.mem.space == Space.GLOBAL]
+    assert loads49 and all(op.label == "LDG.E.16" for op in loads49)
+    # same bytes, 8x the load instructions per warp for the A and B tiles
+    a48 = loads48[0][2].n_inst
+    assert loads49[0].n_inst == 8 * a48
+    # without cp.async the operands go registers -> shared memory (st.shared + barrier) every step
+    assert _ops(t49, OpKind.BARRIER) and not _ops(t49, OpKind.ASYNC_WAIT)
+
+
+def test_mma_fallbacks():
+    # num_warps < 4 on Hopper: no warpgroup -> mma.sync m16n8k16 with ldmatrix from shared memory
+    tr = _matmul(128, 128, 128, 64, 64, 32, 2, 2)
+    mmas = _ops(tr, OpKind.MMA)
+    assert all(op.label.startswith("HMMA.16816") for _, _, op in mmas)
+    assert tr.meta["dots"][next(iter(tr.meta["dots"]))]["unit"].startswith("mma.sync")
+    ldsm = [op for _, _, op in _ops(tr, OpKind.LOAD) if op.label.startswith("LDSM")]
+    assert ldsm and all(op.mem.space == Space.SHARED for op in ldsm)
+    # A100 preset: always mma.sync; per warp: (BM/16/wM) x (BN/8/wN) x (BK/16) per k step
+    tr = _matmul(128, 128, 128, 128, 128, 64, 8, 3, gpu="a100")
+    per = tr.meta["dots"][next(iter(tr.meta["dots"]))]
+    wm, wn = per["warpsPerCTA"]
+    assert per["unit"] == "mma.sync (MMAv2)" and wm * wn == 8
+    for _, _, op in _ops(tr, OpKind.MMA):
+        assert op.n_inst == (128 // 16 // wm) * (128 // 8 // wn) * (64 // 16)
+        assert op.flops == op.n_inst * 2 * 16 * 8 * 16
+    # fp32 inputs: tf32 wgmma (k8); input_precision="ieee": FFMA on the FP32 pipe, no tensor cores
+    tr = _matmul(128, 128, 64, 128, 128, 32, 8, 2, dtype=np.float32)
+    assert all(op.label.startswith("HGMMA.64x128x8") and op.mma_dtype == "tf32" for _, _, op in _ops(tr, OpKind.MMA))
+    tr = _matmul(64, 64, 64, 64, 64, 32, 4, 2, dtype=np.float32, prec="ieee")
+    assert not _ops(tr, OpKind.MMA)
+    ffma = [op for t in tr.tables for op in t.ops if op.label == "FFMA" and op.pipe == Pipe.FP32]
+    assert ffma and ffma[0].n_inst == 64 * 64 * 32 // (32 * 4)
+
+
+def test_register_estimate_formula():
+    tr = _matmul(256, 256, 256, 128, 128, 64, 8, 3)
+    basis = tr.meta["registers"]["basis"]
+    assert basis["dot_accumulators"] == 128 * 128 // (32 * 8)     # fp32 accumulator per thread
+    assert basis["dot_operand_fragments"] == 0                   # both wgmma operands in shared memory
+    assert tr.regs_per_thread == sum(basis.values()) == tr.meta["registers"]["estimate"]
+    # a larger accumulator spills: estimate > 255 is capped and the excess goes to local memory
+    tr = _matmul(256, 256, 128, 256, 256, 32, 4, 2)
+    assert tr.meta["registers"]["estimate"] > 255
+    assert tr.regs_per_thread == 255
+    assert tr.local_bytes_per_thread == 4 * (tr.meta["registers"]["estimate"] - 255)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# vector widths, coalescing
+# ---------------------------------------------------------------------------------------------------------
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+@pytest.mark.parametrize("dtype,n,vec", [(np.float32, 4096, 4), (np.float16, 4096, 8), (np.float32, 4100, 1),
+                                         (np.float16, 4095, 1)])
+def test_vector_width_from_specialization(dtype, n, vec):
+    x = RNG.standard_normal(n).astype(dtype)
+    y = RNG.standard_normal(n).astype(dtype)
+    out = np.zeros(n, dtype)
+    tr = trace_launch(add_kernel, (triton.cdiv(n, 1024),), [x, y, out, n], dict(BLOCK=1024))
+    tr.check()
+    np.testing.assert_allclose(out, x + y, rtol=1e-3)
+    assert set(tr.meta["vector_widths"].values()) == {vec}
+    eb = np.dtype(dtype).itemsize
+    for _, _, op in _ops(tr, OpKind.LOAD) + _ops(tr, OpKind.STORE):
+        assert op.mem.bytes_per_lane == vec * eb
+        assert op.n_inst == 1024 // (32 * 4) // vec
+
+
+def test_sectors_of_a_coalesced_128bit_load():
+    n = 1 << 16
+    x = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    tr = trace_launch(add_kernel, (n // 1024,), [x, x, out, n], dict(BLOCK=1024))
+    _, _, ld = _ops(tr, OpKind.LOAD)[0]
+    m = ld.mem
+    # each LDG.E.128 of a warp reads 32 x 16 B = 512 B: 4 full lines, 16 sectors; 2 instructions per warp
+    assert ld.label == "LDG.E.128" and ld.n_inst == 2
+    assert (m.sectors_per_warp() == 32).all() and (m.lines_per_warp() == 8).all()
+    assert (m.smask == 0xF).all()
+    assert m.bytes_requested == n * 4
+    # the lines of the whole launch are each touched exactly once
+    assert len(np.unique(m.line)) == len(m.line) == n * 4 // 128
+
+
+@triton.jit
+def strided_kernel(x_ptr, out_ptr, stride, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * stride))
+
+
+def test_strided_load_is_scalar_and_uncoalesced():
+    x = np.ones(1024 * 8, np.float32)
+    out = np.zeros(1024, np.float32)
+    tr = trace_launch(strided_kernel, (1,), [x, out, 8], dict(BLOCK=1024, num_warps=4))
+    _, _, ld = _ops(tr, OpKind.LOAD)[0]
+    assert ld.label == "LDG.E.32"
+    # lanes 32 B apart: every lane its own sector, 8 lines per instruction
+    assert (ld.mem.sectors_per_warp() == 32 * ld.n_inst).all()
+    assert (ld.mem.lines_per_warp() == 8 * ld.n_inst).all()
+
+
+@triton.jit
+def hinted_kernel(x_ptr, out_ptr, start, BLOCK: tl.constexpr):
+    offs = start + tl.arange(0, BLOCK)
+    offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + offs))
+
+
+def test_multiple_of_hint_restores_vectors():
+    x = np.ones(4096, np.float32)
+    out = np.zeros(1024, np.float32)
+    tr = trace_launch(hinted_kernel, (1,), [x, out, 1024], dict(BLOCK=1024))     # 1024 % 16 == 0 anyway
+    assert tr.meta["vector_widths"][f"test_triton_lowering.py:{_line(hinted_kernel, 'tl.load(x_ptr + offs)')}"] == 4
+
+
+# ---------------------------------------------------------------------------------------------------------
+# reductions, SFU, control flow
+# ---------------------------------------------------------------------------------------------------------
+
+@triton.jit
+def rowsoftmax_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + row * N + cols)
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * N + cols, e / tl.sum(e, axis=0))
+
+
+def test_cross_warp_reduction_goes_through_shared_memory_and_exp_uses_sfu():
+    N = 1024
+    x = RNG.standard_normal((4, N)).astype(np.float32)
+    out = np.zeros_like(x)
+    tr = trace_launch(rowsoftmax_kernel, (4,), [x, out], dict(N=N, num_warps=4))
+    tr.check()
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5)
+    ops = tr.tables[0].ops
+    shfl = [o for o in ops if o.label == "SHFL.BFLY"]
+    assert len(shfl) == 2 * 5                         # two reductions x log2(32 lanes) butterfly steps
+    assert len([o for o in ops if o.kind == OpKind.BARRIER]) == 4
+    smem = [o for o in ops if o.mem is not None and o.mem.space == Space.SHARED]
+    assert len(smem) == 4
+    ept = N // (32 * 4)
+    ex2 = [o for o in ops if o.label == "MUFU.EX2"]
+    assert len(ex2) == 1 and ex2[0].pipe == Pipe.SFU and ex2[0].n_inst == ept
+    fmul = ops[ops.index(ex2[0]) - 1]
+    assert fmul.label == "FMUL" and fmul.pipe == Pipe.FP32 and ex2[0].deps == (ops.index(fmul),)
+    assert tr.shared_bytes_per_cta >= 4 * 4           # one partial per warp
+
+
+@triton.jit
+def varying_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in range(0, pid):
+        acc += tl.load(x_ptr + i * BLOCK + tl.arange(0, BLOCK))
+    tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+def test_program_varying_loop_sets_active_warps():
+    P, B = 6, 128
+    x = RNG.standard_normal(P * B).astype(np.float32)
+    out = np.zeros(P * B, np.float32)
+    tr = trace_launch(varying_kernel, (P,), [x, out], dict(BLOCK=B, num_warps=2))
+    tr.check()
+    ref = np.concatenate([x[:p * B].reshape(p, B).sum(0) if p else np.zeros(B, np.float32) for p in range(P)])
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+    t = tr.tables[0]
+    assert t.active is not None
+    loads = [i for i, o in enumerate(t.ops) if o.kind == OpKind.LOAD]
+    assert len(loads) == P - 1                        # lockstep iterations: the longest trip count
+    # in iteration k the programs p > k take part: 2 warps each
+    for k, i in enumerate(loads):
+        assert np.count_nonzero(t.active[i]) == 2 * (P - 1 - k)
+    counts = tr.instruction_counts()
+    assert counts["inst_executed"] < len(t.ops) * t.n_warps
+
+
+def test_trace_metadata_and_source_lines():
+    tr = _matmul(128, 128, 128, 64, 64, 32, 4, 2)
+    assert tr.frontend == "triton" and tr.source_file.endswith("test_triton_lowering.py")
+    line = _line(mm_kernel, "acc = tl.dot(a, b, acc")
+    assert "tl.dot" in tr.source_lines[line]
+    assert any(o.line == line and o.kind == OpKind.MMA for o in tr.tables[0].ops)
+    assert "formula" in tr.meta["shared_memory"] and "formula" in tr.meta["registers"]
