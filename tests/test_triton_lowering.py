@@ -330,3 +330,71 @@ def test_trace_metadata_and_source_lines():
     assert "tl.dot" in tr.source_lines[line]
     assert any(o.line == line and o.kind == OpKind.MMA for o in tr.tables[0].ops)
     assert "formula" in tr.meta["shared_memory"] and "formula" in tr.meta["registers"]
+
+
+@triton.jit
+def attn_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N: tl.constexpr, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                STAGES: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rd = tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros((BM, D), tl.float32)
+    for start in tl.range(0, N, BN, num_stages=STAGES):
+        rn = start + tl.arange(0, BN)
+        kt = tl.load(k_ptr + rn[None, :] * D + rd[:, None])
+        s = tl.dot(q, kt)
+        p = tl.exp(s - tl.max(s, 1)[:, None])
+        v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], acc)
+
+
+def test_chained_dots_put_warps_along_m_and_keep_p_in_registers():
+    N, D, BM, BN = 256, 64, 128, 64
+    q, k, v = (RNG.standard_normal((N, D)).astype(np.float16) * 0.3 for _ in range(3))
+    o = np.zeros((N, D), np.float32)
+    tr = trace_launch(attn_kernel, (N // BM,), [q, k, v, o], dict(N=N, D=D, BM=BM, BN=BN, STAGES=2, num_warps=4))
+    tr.check()
+    qf, kf, vf = (x.astype(np.float32) for x in (q, k, v))
+    ref = np.zeros_like(o)
+    for s0 in range(0, N, BN):
+        s = qf @ kf[s0:s0 + BN].T
+        p = np.exp(s - s.max(1, keepdims=True)).astype(np.float16).astype(np.float32)
+        ref += p @ vf[s0:s0 + BN]
+    np.testing.assert_allclose(o, ref, rtol=2e-2, atol=2e-2)
+    dots = list(tr.meta["dots"].values())
+    assert [d["warpsPerCTA"] for d in dots] == [[4, 1], [4, 1]]        # FlashAttention's layout: rows over warps
+    assert dots[0]["a_operand"] == "shared" and dots[1]["a_operand"] == "registers"
+    # tl.range(num_stages=2): K and V tiles each get 2 buffers; Q is staged once (loop-invariant, hoisted)
+    assert tr.meta["shared_memory"]["pipeline_buffers"] == 2 * (BN * D * 2) * 2
+    assert tr.meta["shared_memory"]["dot_operand_staging"] == BM * D * 2
+    ops = tr.tables[0].ops
+    last_mma = max(i for i, o in enumerate(ops) if o.kind == OpKind.MMA)
+    assert sum(o.label.startswith("STS") for o in ops[:last_mma]) == 1
+    # the accumulator leaves the MMA layout through shared memory before the coalesced store
+    assert [o.kind for o in ops[last_mma + 1:] if o.mem is not None or o.kind == OpKind.BARRIER][-4:] == [
+        OpKind.STORE, OpKind.BARRIER, OpKind.LOAD, OpKind.STORE]
+    # the row max (axis 1 of the MMA layout) stays inside a warp: shuffles, no shared memory round trip
+    first_mma = min(i for i, o in enumerate(ops) if o.kind == OpKind.MMA)
+    assert not any(o.kind == OpKind.BARRIER for o in ops[first_mma:last_mma])
+    assert sum(o.label == "SHFL.BFLY" for o in ops) == 2 * (N // BN)      # log2(4 lanes along N) per block
+
+
+@triton.jit
+def persistent_kernel(ctr_ptr, out_ptr, n_tiles, BLOCK: tl.constexpr):
+    tile = tl.atomic_add(ctr_ptr, 1)
+    while tile < n_tiles:
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, offs.to(tl.float32))
+        tile = tl.atomic_add(ctr_ptr, 1)
+
+
+def test_persistent_kernel_with_an_atomic_work_counter():
+    # the lockstep programs draw tickets until the counter passes n_tiles; the probe works on a copy
+    ctr = np.zeros(1, np.int32)
+    out = np.zeros(20 * 32, np.float32)
+    tr = trace_launch(persistent_kernel, (6,), [ctr, out, 20], dict(BLOCK=32, num_warps=1))
+    tr.check()
+    np.testing.assert_array_equal(out, np.arange(20 * 32, dtype=np.float32))
+    assert ctr[0] == 20 + 6                     # each program's last ticket is past the end
+    assert tr.tables[0].active is not None      # programs leave the while loop at different iterations

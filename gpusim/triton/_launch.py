@@ -329,6 +329,28 @@ def _fresh(values: dict) -> dict:
     return out
 
 
+def _probe_copies(values: dict):
+    """Arguments for the probe run: pointers into private copies of the argument memory (aliases stay aliased),
+    so the probe's stores and atomics (a work counter, a lock) behave as in a real run without touching the
+    user's arrays."""
+    copies: dict = {}
+    out = {}
+    buffers = []
+    for k, v in values.items():
+        if isinstance(v, C.tensor) and v.buf is not None:
+            b = v.buf
+            key = (b.flat.__array_interface__["data"][0], b.flat.dtype.str, b.flat.shape)
+            nb = copies.get(key)
+            if nb is None:
+                nb = copies[key] = C.Buffer(b.flat.copy(), b.dtype, b.base_addr, b.name)
+                buffers.append(nb)
+            t = C.tensor(v.v, v.dtype, v.shape, v.ax)
+            t.buf = nb
+            v = t
+        out[k] = v
+    return out, buffers
+
+
 def _pids(first: int, n: int, grid) -> np.ndarray:
     lin = np.arange(first, first + n, dtype=np.int64)
     g0, g1 = grid[0], grid[1]
@@ -384,9 +406,11 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
         pids = _pids(0, n, grid3)[probe_ids] if n <= 1 << 20 else np.concatenate(
             [_pids(i, 1, grid3) for i in probe_ids])
         rec = L.Recorder(cfg, W, S, len(probe_ids), facts, stats, probe=True)
+        pvals, pbufs = _probe_copies(values0)
         st = C.State(pids=pids, grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name, rec=rec,
-                     probe=True, buffers=buffers)
-        _run(kfn, _fresh(values0), st, spec)
+                     probe=True, buffers=pbufs)
+        _run(kfn, pvals, st, spec)
+        del pvals, pbufs
         facts.freeze()
         stats = L.Stats()
         chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))

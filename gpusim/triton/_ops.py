@@ -207,16 +207,12 @@ def scatter(ptr: tensor, shape, vals: np.ndarray, m: np.ndarray | None, what="st
             fail(OutOfBounds, f"out-of-bounds {what} through pointer argument {buf.name!r} (an array of {buf.n} "
                               f"{dt} elements): element offsets [{shown}] are outside every argument array; "
                               f"mask the access (e.g. mask=offsets < n)", program=_pid_tuple(p))
-        if C.ST.probe:
-            return
         for inside, b in writes:
             _write_other(buf, addr[inside], b, raw[bad][inside])
             b.shadow = None
         good = ~bad
         buf.put(o[good], raw[good])
         _invalidate_aliases(buf)
-        return
-    if C.ST.probe:
         return
     buf.put(o, raw)
     _invalidate_aliases(buf)
@@ -382,15 +378,14 @@ def atomic(op: str, pointer, val, mask=None, sem=None, scope=None, cmp=None):
                 mem[a] = v if op == "xchg" else f(x, v)
             newvals = mem
         old[mm] = olds
-        if not st.probe:
-            if newvals is not None:
-                ks = np.fromiter(newvals.keys(), np.int64, len(newvals))
-                vs = np.array(list(newvals.values()), dtype=cur.dtype)
-                buf.put(ks, C.to_storage(buf.dtype, vs))
-            else:
-                # last writer per address holds the final value
-                buf.put(sel_o, C.to_storage(buf.dtype, new))
-            _invalidate_aliases(buf)
+        if newvals is not None:
+            ks = np.fromiter(newvals.keys(), np.int64, len(newvals))
+            vs = np.array(list(newvals.values()), dtype=cur.dtype)
+            buf.put(ks, C.to_storage(buf.dtype, vs))
+        else:
+            # last writer per address holds the final value
+            buf.put(sel_o, C.to_storage(buf.dtype, new))
+        _invalidate_aliases(buf)
     if elt in (float16, bfloat16):
         old = C.round_to(elt, old)
     out = tensor(old, elt, shape)
