@@ -81,10 +81,6 @@ def _ax_of(x):
     return AI.constant(int(x))
 
 
-def _snap(locs):
-    return dict(locs)
-
-
 class _Region:
     masked = False
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CompileError, KernelError, OutOfBounds, UnsupportedConstruct
+from ..errors import CompileError, UnsupportedConstruct
 from . import _axisinfo as AI
 
 # ---------------------------------------------------------------------------------------------------------
@@ -344,7 +344,7 @@ class Buffer:
         if dt is float16 or dt is bfloat16:
             if self.shadow is None:
                 self.reads += idx.size
-                if self.reads > self.n // 2:
+                if self.reads > self.n + self.n // 2:          # re-read: convert the whole buffer once
                     self.shadow = to_compute(dt, self.flat)
                 else:
                     return to_compute(dt, self.flat.take(idx))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import linecache
-import sys
 import types
 
 import numpy as np

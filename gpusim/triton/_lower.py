@@ -603,10 +603,6 @@ class Recorder:
             addr = np.where(m, addr, -1)
         return addr
 
-    def _line_site(self):
-        file, line = C.user_line()
-        return f"{file.rsplit('/', 1)[-1]}:{line}", line
-
     def load(self, out, ptr, mask, shape):
         file, line, site = C.user_site()
         lay, vec, f = self._mem_decision(site, ptr, mask, shape, True)
@@ -871,6 +867,8 @@ class Recorder:
         warps = lay.warps[axis]
         n_out = max(1, lay.ept // max(1, e))
         dt = x.dtype
+        if dt.is_floating() and kind == "add":
+            self.stats.flops += (x.numel - max(1, out.numel)) * (self._active_warps() // self.W)
         per = 2 if kind in ("argmax", "custom") else 1
         pipe = Pipe.FP32 if dt.is_floating() else Pipe.INT
         if dt is C.float64:

@@ -9,10 +9,6 @@ the element offsets.  ``dot`` multiplies in float32 (tf32-rounded inputs for fp3
 """
 from __future__ import annotations
 
-import math
-import sys
-import warnings
-
 import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
