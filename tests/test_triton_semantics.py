@@ -327,7 +327,7 @@ def test_dot_fp16_fp32_accumulate(acc):
 
 
 def test_dot_bf16_inputs():
-    import torch
+    torch = pytest.importorskip("torch")
     M, N, K = 32, 32, 32
     a = torch.randn(M, K).to(torch.bfloat16)
     b = torch.randn(K, N).to(torch.bfloat16)
