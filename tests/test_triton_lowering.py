@@ -211,6 +211,9 @@ def test_vector_width_from_specialization(dtype, n, vec):
     for _, _, op in _ops(tr, OpKind.LOAD) + _ops(tr, OpKind.STORE):
         assert op.mem.bytes_per_lane == vec * eb
         assert op.n_inst == 1024 // (32 * 4) // vec
+        # masked-off lanes of the last program move no bytes and touch no lines
+        assert op.mem.bytes_requested == n * eb
+        assert op.mem.line.max() - op.mem.line.min() + 1 == -(-n * eb // 128)     # arrays are line-aligned
 
 
 def test_sectors_of_a_coalesced_128bit_load():
