@@ -68,6 +68,8 @@ def _effective_mask(mask: tensor | None, shape) -> np.ndarray | None:
     if a is not None:
         am = a.reshape((a.shape[0],) + (1,) * len(shape))
         m = am if m is None else (m & am)
+    if m is not None and m.all():
+        return None                 # nothing masked in this chunk: plain gather/scatter
     return m
 
 
