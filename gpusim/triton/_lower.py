@@ -25,9 +25,11 @@ One program = one CTA of ``num_warps`` warps.  Every tile op becomes ``Op``s of 
   log2 one MUFU; sin/cos are libdevice polynomials (~20 FP32 instructions); fp16/bf16 arithmetic is packed
   (HADD2/HMUL2/HFMA2, two elements per instruction).
 
-Shared memory per CTA (bytes) = sum over pipelined loads of num_stages x tile bytes + staging buffers of
-non-pipelined dot operands + the largest scratch of a reduction / layout conversion (Triton's allocator
-reuses scratch).  Registers per thread: see ``Recorder.register_estimate``.
+Shared memory per CTA (bytes) = the largest, over loops (and the code outside loops), of: sum over that loop's
+pipelined loads of num_stages x tile bytes + staged dot operands (a loop-invariant one, like FlashAttention's Q,
+is staged once) + the largest reduction / layout-conversion scratch (Triton's allocator reuses memory between
+sequential loops).  Registers per thread: ``register_estimate``.  Shared-memory accesses are modelled without
+bank conflicts (Triton swizzles/pads its shared layouts).
 """
 from __future__ import annotations
 
