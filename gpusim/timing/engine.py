@@ -138,9 +138,11 @@ class Engine:
         return streams[0] if inverse is None else streams[inverse[wi]]
 
     # ---- the CTA scheduler --------------------------------------------------------------------------
-    def _dispatch(self, sm: SM, t: float) -> None:
+    def _dispatch(self, sm: SM, t: float, limit: int | None = None) -> None:
+        """Start CTAs on ``sm`` (up to ``limit`` of them) while it has room and the grid has CTAs left."""
         occ = self.occ
-        while len(sm.ctas) < occ.ctas_per_sm and self.next_cta < self.n_ctas:
+        room = occ.ctas_per_sm if limit is None else min(occ.ctas_per_sm, len(sm.ctas) + limit)
+        while len(sm.ctas) < room and self.next_cta < self.n_ctas:
             cid = self.next_cta
             self.next_cta += 1
             table, local = self.trace.table_of(cid)
@@ -235,9 +237,15 @@ class Engine:
             self._progress_next = self._progress_stride
         self.trace.check() if len(self.trace.tables) < 64 else None
 
+        # the work distributor spreads the first wave breadth-first: one CTA per SM per round, visiting SMs
+        # alternately from each L2 partition's side of the chip (as GPCs are interleaved)
+        parts = self.wiring.sm_partition
+        order = sorted(range(len(self.sms)), key=lambda i: (i - parts.index(parts[i]), parts[i]))
+
         def start(_ev):
-            for sm in self.sms:
-                self._dispatch(sm, self.env.now)
+            for _round in range(self.occ.ctas_per_sm):
+                for i in order:
+                    self._dispatch(self.sms[i], self.env.now, limit=1)
             if self.all_dispatched:
                 for sm in self.sms:
                     for sc in sm.scheds:

@@ -258,6 +258,9 @@ class WarpScheduler:
                 pipe_free[_TENSOR] = start + busy
                 pend[k] = (start + busy + eng.mma_latency, 9)
                 t = start + ni
+            elif kind == _AWAIT:
+                # cp.async.wait_group: its deps (the copies) were checked above; costs one issue slot
+                t = t + ni
             else:
                 # memory instruction: the LSU pipe, then the memory system
                 pf = pipe_free[_LSU]
@@ -289,8 +292,6 @@ class WarpScheduler:
                         lanes = eng.lanes_of(table, k, w.wi)
                         ready = mem.atomic(sm_id, t, lines, masks, lo, hi, lanes)
                         pend[k] = (ready, 2)
-                    elif kind == _AWAIT:
-                        pass
             issued += ni
             w.n_issued += ni
             pc += 1
