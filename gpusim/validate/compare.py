@@ -44,6 +44,7 @@ def _report_row(r) -> dict[str, float]:
     mem = r.context.get("engine_memory", {})
     row["lts__t_sectors_op_read.sum"] = float(mem.get("l2_rd_sectors", 0))
     row["launch__shared_mem_per_block_static"] = float(r["shared_bytes_per_cta"])
+    row["launch__shared_mem_per_block_dynamic"] = 0.0
     return row
 
 
@@ -67,6 +68,8 @@ def predict(case: Case | str, gpu: Any = "h100") -> dict[str, float]:
         out["gld_sectors_per_request"] = out["gld_sectors"] / out["gld_requests"]
     if out.get("gst_requests"):
         out["gst_sectors_per_request"] = out["gst_sectors"] / out["gst_requests"]
+    if "shared_static_bytes" in out:
+        out["shared_bytes_per_cta"] = out.pop("shared_static_bytes") + out.pop("shared_dynamic_bytes", 0.0)
     out["n_kernels"] = len(rows)
     out["wall_s"] = time.perf_counter() - t0
     out["sim_inst"] = sum(r["inst_executed"] for r in reports)

@@ -34,7 +34,8 @@ NCU_METRICS: dict[str, tuple[str, str]] = {
     "occupancy_theoretical_pct": ("sm__maximum_warps_per_active_cycle_pct", "first"),
     "occupancy_achieved_pct": ("sm__warps_active.avg.pct_of_peak_sustained_active", "wavg:gpc__cycles_elapsed.max"),
     "registers_per_thread": ("launch__registers_per_thread", "max"),
-    "shared_bytes_per_cta": ("launch__shared_mem_per_block_static", "max"),
+    "shared_static_bytes": ("launch__shared_mem_per_block_static", "max"),
+    "shared_dynamic_bytes": ("launch__shared_mem_per_block_dynamic", "max"),
     "waves": ("launch__waves_per_multiprocessor", "max"),
 }
 
@@ -116,6 +117,8 @@ def measured(case: str) -> dict[str, float]:
             out["gld_sectors_per_request"] = out["gld_sectors"] / out["gld_requests"]
         if out.get("gst_requests"):
             out["gst_sectors_per_request"] = out["gst_sectors"] / out["gst_requests"]
+        if "shared_static_bytes" in out:
+            out["shared_bytes_per_cta"] = out.pop("shared_static_bytes") + out.pop("shared_dynamic_bytes", 0.0)
         out["n_kernels"] = len(rows)
     t = timing_cases().get(case)
     if t and t.get("status") == "ok":

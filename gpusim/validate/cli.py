@@ -1,0 +1,109 @@
+"""``gpusim validate ...``: collect (on a GPU machine), calibrate, report.
+
+    gpusim validate report [--cases REGEX] [--html FILE] [--json FILE] [--skip-heavy] [--cache FILE]
+    gpusim validate calibrate [--write]
+    gpusim validate collect --out FILE ...      (runs gpusim/validate/collect.py; needs a GPU)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+REPORT_KEYS = ["cycles", "inst_executed", "dram_bytes_read", "dram_bytes_write", "registers_per_thread",
+               "shared_bytes_per_cta",
+               "gld_sectors_per_request", "shared_ld_bank_conflicts", "occupancy_theoretical_pct",
+               "occupancy_achieved_pct", "l2_hit_rate_pct"]
+
+
+def _select(pattern: str | None, skip_heavy: bool, frontend: str | None):
+    from .suite import select
+    cases = select(pattern)
+    if skip_heavy:
+        cases = [c for c in cases if "heavy" not in c.tags]
+    if frontend:
+        cases = [c for c in cases if c.frontend == frontend]
+    return cases
+
+
+def format_rows(rows, keys=REPORT_KEYS) -> str:
+    head = f"{'case':<34}" + "".join(f"{k[:15]:>17}" for k in keys) + "    sim s"
+    lines = [head, " " * 34 + "".join(f"{'measured  err':>17}" for _ in keys)]
+    for r in rows:
+        s = f"{r.case:<34}"
+        for k in keys:
+            m, e = r.measured.get(k), r.error(k)
+            if m is None or e is None:
+                s += f"{'-':>17}"
+            elif not math.isfinite(e) or abs(e) >= 10:
+                s += f"{m:>10.3g}{'  >999%' if e > 0 else ' <-999%'}"
+            else:
+                s += f"{m:>10.3g}{100 * e:>+6.0f}%"
+        s += f" {r.predicted.get('wall_s', 0):>8.1f}"
+        lines.append(s)
+    return "\n".join(lines)
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from ..progress import StepProgress
+    from .compare import compare, pair_orders, summarize
+    from .records import device_info
+    cases = _select(a.cases, a.skip_heavy, a.frontend)
+    prog = StepProgress("cases", unit="case") if sys.stderr.isatty() else None
+    rows = compare(cases, a.gpu, progress=prog, cache=a.cache)
+    print(format_rows(rows))
+    print()
+    info = device_info()
+    print(f"records: {info['gpu']}, driver {info['driver']}, CUDA {info['cuda']}, {info['date']}")
+    for k in REPORT_KEYS:
+        s = summarize(rows, k)
+        if s:
+            print(f"{k:<28} n={s.n:3d}  MAPE {s.mape_pct:7.1f}%  max {s.max_abs_err_pct:7.1f}% ({s.worst_case})"
+                  f"  log-corr {s.corr:.3f}")
+    pairs = pair_orders(rows)
+    if pairs:
+        ok = sum(p[3] == p[2] for p in pairs)
+        print(f"ordered pairs (slower, faster): {ok}/{len(pairs)} predicted in the measured order")
+        for slow, fast, m, p in pairs:
+            if m != p:
+                print(f"  wrong order: {slow} vs {fast} (measured {'slower' if m else 'faster'})")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump([{"case": r.case, "group": r.group, "predicted": r.predicted, "measured": r.measured}
+                       for r in rows], f, indent=1)
+    if a.html:
+        from .plots import write_validation_html
+        write_validation_html(rows, a.html)
+        print(f"wrote {a.html}", file=sys.stderr)
+    return 0
+
+
+def cmd_calibrate(a: argparse.Namespace) -> int:
+    from .calibrate import calibrate
+    return calibrate(write=a.write)
+
+
+def cmd_collect(a: argparse.Namespace) -> int:
+    from . import collect
+    return collect.main(a.rest)
+
+
+def add_parser(sub) -> None:
+    v = sub.add_parser("validate", help="hardware records: collect, calibrate, compare")
+    vs = v.add_subparsers(dest="vcmd", required=True)
+    r = vs.add_parser("report", help="simulate suite cases and compare them with the H100 records")
+    r.add_argument("--cases", help="regular expression on case names")
+    r.add_argument("--frontend", choices=["cuda", "triton"])
+    r.add_argument("--skip-heavy", action="store_true", help="leave out the cases tagged heavy")
+    r.add_argument("--gpu", default="h100")
+    r.add_argument("--json", metavar="FILE")
+    r.add_argument("--html", metavar="FILE", help="write the plots (scatter, matmul sweep) as an HTML page")
+    r.add_argument("--cache", metavar="FILE", help="reuse/store predictions in FILE (interactive work)")
+    r.set_defaults(fn=cmd_report)
+    c = vs.add_parser("calibrate", help="fit the H100 preset's parameters to the microbenchmark records")
+    c.add_argument("--write", action="store_true", help="write the fitted values into gpusim/presets/h100.toml")
+    c.set_defaults(fn=cmd_calibrate)
+    k = vs.add_parser("collect", help="run the suite on a real GPU (see gpusim/validate/README.md)")
+    k.add_argument("rest", nargs=argparse.REMAINDER)
+    k.set_defaults(fn=cmd_collect)
