@@ -97,6 +97,7 @@ class Engine:
             self.mem.observers.append(lambda t, kind, nbytes: self.bw_events.append((t, kind, nbytes)))
         self.warp_info: dict[int, list] = {}
         self._uid = 0
+        self._compiled: dict[int, list[tuple]] = {}
         self._mem_cache: dict[tuple[int, int], tuple[list, list, list, list]] = {}
         self._stream_cache: dict[int, tuple[list[list[int]], list[int] | None]] = {}
         self._table_index = {id(t): i for i, t in enumerate(trace.tables)}
@@ -110,6 +111,16 @@ class Engine:
             v = (m.line.tolist(), m.smask.tolist(), m.ptr.tolist(), self.mem.slices_of(m.line))
             self._mem_cache[key] = v
         return v
+
+    def compiled(self, table: OpTable) -> list[tuple]:
+        """Per op of ``table``: (kind, pipe, n_inst, deps, pipe cycles, warp cycles per inst, op) -- the
+        fields the scheduler's inner loop reads, unpacked once per table."""
+        c = self._compiled.get(id(table))
+        if c is None:
+            pc, wc = self.pipe_cycles, self.warp_inst_cycles
+            c = [(int(op.kind), int(op.pipe), op.n_inst, op.deps, pc[op.pipe], wc[op.pipe], op) for op in table.ops]
+            self._compiled[id(table)] = c
+        return c
 
     def lanes_of(self, table: OpTable, k: int, wi: int) -> int:
         return 32 if table.active is None else int(table.active[k, wi])

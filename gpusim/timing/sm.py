@@ -23,6 +23,7 @@ from ..trace import OpKind, Pipe, Space
 
 INF = math.inf
 WINDOW = 64           # cycles a warp may run ahead of its scheduler's clock within one interval
+QUANTUM = 32          # cycles a scheduler's local clock may run ahead of simpy's before it yields
 MAX_INTERVAL_INST = 512
 
 STALL_REASONS = ("selected", "not_selected", "long_scoreboard", "short_scoreboard", "barrier",
@@ -41,12 +42,13 @@ class CTA:
     """A resident thread block: its warps, barrier state and where it runs."""
 
     __slots__ = ("cta_id", "sm", "warps", "live", "bar_arrived", "bar_time", "t_start", "t_end", "table",
-                 "local_index")
+                 "local_index", "cops")
 
     def __init__(self, cta_id: int, sm: "SM", table, local_index: int, t: float):
         self.cta_id = cta_id
         self.sm = sm
         self.table = table
+        self.cops = sm.engine.compiled(table)
         self.local_index = local_index
         self.warps: list[Warp] = []
         self.live = 0
@@ -60,7 +62,7 @@ class Warp:
     """One resident warp: its instruction stream (op indices), program counter and scoreboard."""
 
     __slots__ = ("uid", "cta", "wi", "stream", "pc", "ready_at", "pending", "reason", "sched", "slot",
-                 "n_issued", "t_arrive", "done", "in_cta")
+                 "t_arrive", "done", "in_cta")
 
     def __init__(self, uid: int, cta: CTA, wi: int, in_cta: int, stream: list[int], t: float):
         self.uid = uid
@@ -74,7 +76,6 @@ class Warp:
         self.reason = 0
         self.sched = None
         self.slot = 0
-        self.n_issued = 0
         self.t_arrive = t
         self.done = False
 
@@ -105,17 +106,23 @@ class WarpScheduler:
             self.proc.interrupt()
 
     def run(self):
+        """The scheduler's process.  It keeps a local clock ``tl`` that may run up to ``QUANTUM`` cycles ahead
+        of simpy's clock, so that many short intervals cost one simpy event; it yields whenever it gets
+        further ahead, and sleeps (interruptibly) when no warp can issue before then."""
         env = self.env
         eng = self.engine
         lrr = eng.policy_lrr
         stall = eng.stall_cycles
+        tl = 0.0
         while True:
             now = env.now
+            if tl < now:
+                tl = now
             warps = self.warps
             w = None
             soonest = INF
             last = self.last
-            if last is not None and not lrr and not last.done and last.ready_at <= now:
+            if last is not None and not lrr and not last.done and last.ready_at <= tl:
                 w = last
             else:
                 start = 0
@@ -125,7 +132,7 @@ class WarpScheduler:
                 for k in range(n):
                     c = warps[(start + k) % n] if lrr else warps[k]
                     ra = c.ready_at
-                    if ra <= now:
+                    if ra <= tl:
                         w = c
                         break
                     if ra < soonest:
@@ -133,6 +140,9 @@ class WarpScheduler:
             if w is None:
                 if not warps and eng.all_dispatched:
                     return
+                if soonest - now < QUANTUM:
+                    tl = soonest          # a warp is ready soon: move the local clock, no event
+                    continue
                 self.sleeping = True
                 try:
                     if soonest < INF:
@@ -143,55 +153,29 @@ class WarpScheduler:
                     pass
                 self.sleeping = False
                 continue
-            # time the warp spent ready but not chosen
-            if w.ready_at < now:
-                stall[1] += now - w.ready_at
-            n_issued = self.advance(w, now)
+            ra = w.ready_at
+            if ra < tl:
+                stall[1] += tl - ra       # ready but not chosen
+            n_issued = self.advance(w, tl)
             self.last = w
             if w.done:
                 warps.remove(w)
                 self.last = None
                 eng.warp_exit(w, w.ready_at)
-            if not n_issued:
-                continue
-            busy_until = now + n_issued
-            soonest = INF
-            for c in warps:
-                ra = c.ready_at
-                if ra < soonest:
-                    soonest = ra
-                    if ra <= busy_until:
-                        break
-            if soonest <= busy_until or (not warps and eng.all_dispatched):
-                yield env.timeout(n_issued)
-                continue
-            # nothing can issue before `soonest`: sleep until then (one event), unless woken earlier
-            self.sleeping = True
-            try:
-                if soonest < INF:
-                    yield env.timeout(soonest - now)
-                else:
-                    yield eng.never
-            except simpy.Interrupt:
-                pass
-            self.sleeping = False
-            if env.now < busy_until:
-                yield env.timeout(busy_until - env.now)
+            tl += n_issued
+            if tl - now >= QUANTUM:
+                yield env.timeout(tl - now)
 
     def advance(self, w: Warp, now: float) -> int:
         """Run warp ``w`` from ``now`` through one interval; return the issue slots it used."""
         eng = self.engine
         cta = w.cta
         table = cta.table
-        ops = table.ops
+        cops = cta.cops
         stream = w.stream
         pend = w.pending
         pipe_free = self.pipe_free
-        cyc = eng.pipe_cycles
-        per_inst = eng.warp_inst_cycles
         stall = eng.stall_cycles
-        sm_id = self.sm.index
-        mem = eng.mem
         t = now
         issued = 0
         limit = now + WINDOW
@@ -199,57 +183,38 @@ class WarpScheduler:
         n = len(stream)
         pc = w.pc
         pc0 = pc
-        reason = 6  # "wait": fixed-latency dependency
-        hooks = eng.timeline
-        while True:
-            if pc >= n:
-                w.done = True
-                break
+        while pc < n:
             k = stream[pc]
-            op = ops[k]
-            deps = op.deps
+            kind, p, ni, deps, cyc, per_inst, op = cops[k]
             if deps:
                 dep_t = 0.0
+                reason = 6
                 for d in deps:
-                    p = pend.get(d)
-                    if p is not None and p[0] > dep_t:
-                        dep_t = p[0]
-                        reason = p[1]
+                    q = pend.get(d)
+                    if q is not None and q[0] > dep_t:
+                        dep_t, reason = q
                 if dep_t > t:
-                    if issued == 0 and t == now:
-                        # nothing issued: wait for the data
-                        w.ready_at = dep_t
-                        w.reason = reason
-                        w.pc = pc
-                        stall[reason] += dep_t - now
-                        if hooks is not None:
-                            hooks.append((sm_id, self.index, w.uid, now, dep_t, reason, k, k))
-                        return 0
-                    t_end = t
+                    # the scoreboard stops the warp until the data is back
                     w.pc = pc
-                    self._end_interval(w, now, t_end, issued, throttle, hooks, pc0)
+                    t_end = self._end_interval(w, now, t, issued, throttle, pc0)
                     w.ready_at = dep_t
                     w.reason = reason
-                    stall[reason] += dep_t - max(t_end, now + issued)
-                    if hooks is not None:
-                        hooks.append((sm_id, self.index, w.uid, max(t_end, now + issued), dep_t, reason, k, k))
+                    stall[reason] += dep_t - t_end
+                    if eng.timeline is not None:
+                        eng.timeline.append((self.sm.index, self.index, w.uid, t_end, dep_t, reason, k, k))
                     return issued
-            kind = op.kind
-            ni = op.n_inst
-            p = op.pipe
             if kind == _ALU:
                 pf = pipe_free[p]
-                start = t if t > pf else pf
-                if start > t:
-                    throttle += start - t
-                pipe_free[p] = start + ni * cyc[p]
-                t = start + ni * per_inst[p]
+                if pf > t:
+                    throttle += pf - t
+                    t = pf
+                pipe_free[p] = t + ni * cyc
+                t += ni * per_inst
             elif kind == _BAR:
                 w.pc = pc + 1
                 issued += ni
-                w.n_issued += ni
-                self._end_interval(w, now, t + ni, issued, throttle, hooks, pc0)
-                eng.barrier_arrive(w, max(t + ni, now + issued))
+                t_end = self._end_interval(w, now, t + ni, issued, throttle, pc0)
+                eng.barrier_arrive(w, t_end)
                 return issued
             elif kind == _MMA:
                 pf = pipe_free[_TENSOR]
@@ -259,71 +224,68 @@ class WarpScheduler:
                 pend[k] = (start + busy + eng.mma_latency, 9)
                 t = start + ni
             elif kind == _AWAIT:
-                # cp.async.wait_group: its deps (the copies) were checked above; costs one issue slot
-                t = t + ni
+                t += ni          # cp.async.wait_group: its deps (the copies) were checked above
             else:
                 # memory instruction: the LSU pipe, then the memory system
                 pf = pipe_free[_LSU]
-                start = t if t > pf else pf
-                if start > t:
-                    throttle += start - t
-                pipe_free[_LSU] = start + ni * cyc[_LSU]
-                t = start + ni
+                if pf > t:
+                    throttle += pf - t
+                    t = pf
+                pipe_free[_LSU] = t + ni * cyc
+                t += ni
                 m = op.mem
                 if m.space == _SHARED:
-                    wf = int(m.wavefronts[w.wi])
-                    ready = mem.shared(sm_id, t, wf, eng.shared_latency)
+                    ready = eng.mem.shared(self.sm.index, t, int(m.wavefronts[w.wi]), eng.shared_latency)
                     if kind != _STORE:
                         pend[k] = (ready, 3)
                 else:
-                    lines, masks, ptr, slices = eng.mem_lists(table, k)
-                    lo = ptr[w.wi]
-                    hi = ptr[w.wi + 1]
-                    if kind == _LOAD:
-                        ready = mem.load(sm_id, t, lines, masks, lo, hi,
-                                         eng.cache_loads_l1 or m.space == _LOCAL, slices)
-                        pend[k] = (ready, 2)
-                    elif kind == _STORE:
-                        mem.store(sm_id, t, lines, masks, lo, hi)
-                    elif kind == _ACOPY:
-                        ready = mem.load(sm_id, t, lines, masks, lo, hi, m.bytes_per_lane < 16, slices)
-                        pend[k] = (ready, 2)
-                    elif kind == _ATOM:
-                        lanes = eng.lanes_of(table, k, w.wi)
-                        ready = mem.atomic(sm_id, t, lines, masks, lo, hi, lanes)
-                        pend[k] = (ready, 2)
+                    self._memory(w, table, k, kind, m, t)
             issued += ni
-            w.n_issued += ni
             pc += 1
             if t > limit or issued >= MAX_INTERVAL_INST:
-                w.pc = pc
-                if pc >= n:
-                    w.done = True
-                    self._end_interval(w, now, t, issued, throttle, hooks, pc0)
-                    return issued
-                self._end_interval(w, now, t, issued, throttle, hooks, pc0)
-                w.ready_at = t
-                return issued
-        # stream finished
+                break
         w.pc = pc
-        self._end_interval(w, now, t, issued, throttle, hooks, pc0)
+        if pc >= n:
+            w.done = True
+        self._end_interval(w, now, t, issued, throttle, pc0)
         return issued
 
-    def _end_interval(self, w: Warp, now: float, t: float, issued: int, throttle: float, hooks,
-                      pc0: int) -> None:
-        """Account the interval's warp-cycles: issue slots, pipe throttling, dependent-issue waits."""
+    def _memory(self, w: Warp, table, k: int, kind: int, m, t: float) -> None:
+        """Send a memory instruction issued at ``t`` into the memory system; note when its data is back."""
+        eng = self.engine
+        mem = eng.mem
+        sm_id = self.sm.index
+        lines, masks, ptr, slices = eng.mem_lists(table, k)
+        lo = ptr[w.wi]
+        hi = ptr[w.wi + 1]
+        if kind == _LOAD:
+            w.pending[k] = (mem.load(sm_id, t, lines, masks, lo, hi, eng.cache_loads_l1 or m.space == _LOCAL,
+                                     slices), 2)
+        elif kind == _STORE:
+            mem.store(sm_id, t, lines, masks, lo, hi)
+        elif kind == _ACOPY:
+            w.pending[k] = (mem.load(sm_id, t, lines, masks, lo, hi, m.bytes_per_lane < 16, slices), 2)
+        elif kind == _ATOM:
+            w.pending[k] = (mem.atomic(sm_id, t, lines, masks, lo, hi, eng.lanes_of(table, k, w.wi)), 2)
+
+    def _end_interval(self, w: Warp, now: float, t: float, issued: int, throttle: float, pc0: int) -> float:
+        """Account the interval's warp-cycles (issue slots, pipe throttling, dependent-issue waits); the warp
+        is next ready when both its own clock ``t`` and its issue slots are through.  Returns that time."""
         stall = self.engine.stall_cycles
         stall[0] += issued
         self.issued += issued
-        span = t - now
-        if span > issued:
-            th = min(throttle, span - issued)
+        end = now + issued
+        if t > end:
+            extra = t - end
+            th = throttle if throttle < extra else extra
             stall[5] += th
-            stall[6] += span - issued - th
-        w.ready_at = t if t > now + issued else now + issued
-        if hooks is not None and w.pc > pc0:
-            hooks.append((self.sm.index, self.index, w.uid, now, w.ready_at, 0, w.stream[pc0],
-                          w.stream[w.pc - 1]))
+            stall[6] += extra - th
+            end = t
+        w.ready_at = end
+        tl = self.engine.timeline
+        if tl is not None and w.pc > pc0:
+            tl.append((self.sm.index, self.index, w.uid, now, end, 0, w.stream[pc0], w.stream[w.pc - 1]))
+        return end
 
 
 class SM:
