@@ -31,32 +31,14 @@ from numba import cuda
 
 from . import suite
 
+# the chase kernels live in kernels/pointer_chase.py (also simulated by `gpusim validate calibrate`)
+_chase_mod = suite.load_kernel_module(suite.KERNELS_DIR / "pointer_chase.py")
+chase_global, chase_shared, chase_chain = _chase_mod.chase_global, _chase_mod.chase_shared, _chase_mod.chase_chain
+
 GiB = 1 << 30
 
 
 # ================================================================================================ kernels
-
-@cuda.jit
-def chase_global(nxt, start, hops, out):
-    if cuda.grid(1) == 0:
-        j = start
-        for _ in range(hops):
-            j = nxt[j]
-        out[0] = j
-
-
-@cuda.jit
-def chase_shared(nxt, start, hops, out):
-    sh = cuda.shared.array(0, np.uint32)
-    for k in range(cuda.threadIdx.x, nxt.size, cuda.blockDim.x):
-        sh[k] = nxt[k]
-    cuda.syncthreads()
-    if cuda.threadIdx.x == 0:
-        j = start
-        for _ in range(hops):
-            j = sh[j]
-        out[0] = j
-
 
 @cuda.jit
 def copy_kernel(a, out):
@@ -170,19 +152,6 @@ def bench_ms(fn) -> dict:
     q = np.quantile(times, [0.2, 0.8])
     return {"median_ms": statistics.median(times), "min_ms": min(times), "p20_ms": float(q[0]),
             "p80_ms": float(q[1]), "n": len(times)}
-
-
-def chase_chain(footprint_bytes: int, stride_bytes: int, seed: int = 0) -> tuple[np.ndarray, int, int]:
-    """A uint32 array of footprint_bytes / 4 words in which the words at multiples of ``stride_bytes`` form one
-    random cycle (each holds the index of the next).  Returns (array, start index, cycle length)."""
-    step = stride_bytes // 4
-    m = footprint_bytes // stride_bytes
-    rng = np.random.default_rng(seed)
-    pos = np.arange(m, dtype=np.int64) * step
-    order = rng.permutation(m)
-    nxt = np.zeros(footprint_bytes // 4, np.uint32)
-    nxt[pos[order]] = pos[np.roll(order, -1)].astype(np.uint32)
-    return nxt, int(pos[order[0]]), m
 
 
 class Launches:
