@@ -132,8 +132,9 @@ def test_barrier_waits_for_every_warp():
 
 @pytest.mark.parametrize("stride", [1, 2, 8, 32])
 def test_bank_conflicts_slow_shared_loads(stride):
-    base = run(shared_trace(132, 1), H100)
-    res = run(shared_trace(132, stride), H100)
+    # 8 CTAs of 8 warps per SM: enough warps that the shared-memory data path is the bottleneck
+    base = run(shared_trace(132 * 8, 1), H100)
+    res = run(shared_trace(132 * 8, stride), H100)
     if stride == 1:
         assert res.cycles == base.cycles
     else:

@@ -71,6 +71,7 @@ class Engine:
         lanes_per_sub = {p: max(1e-9, sm.pipe_lanes_per_clk.get(p.key, 32) / sm.subpartitions) for p in Pipe}
         self.pipe_cycles = [max(1.0, sm.warp_size / lanes_per_sub[p]) / sm.issue_per_clk for p in Pipe]
         ilp = sm.alu_ilp
+        self.pipe_latency = [sm.pipe_latency_cycles.get(p.key, 4) for p in Pipe]
         self.warp_inst_cycles = [max(self.pipe_cycles[p], sm.pipe_latency_cycles.get(p.key, 4) / ilp, 1.0)
                                  for p in Pipe]
         tens = gpu.tensor.flops_per_clk_per_sm

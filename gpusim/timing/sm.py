@@ -210,6 +210,9 @@ class WarpScheduler:
                     t = pf
                 pipe_free[p] = t + ni * cyc
                 t += ni * per_inst
+                if deps:
+                    # a result on a dependence chain from a load: its consumers wait for the pipe latency
+                    pend[k] = (t + eng.pipe_latency[p], 6)
             elif kind == _BAR:
                 w.pc = pc + 1
                 issued += ni
