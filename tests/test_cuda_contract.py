@@ -165,6 +165,8 @@ def test_typing_matches_numba_type_inference(ta, tb):
     ch = R.Chunk.__new__(R.Chunk)
     ch.recording = False
     ch.mask = R.Mask(None)
+    ch.ops = []
+    ch.narrowed = False
     ch.ck = _t.SimpleNamespace(file="", name="typing")
     expect = _numba_types(ta, tb)
     for op, dt in expect.items():

@@ -399,6 +399,9 @@ class _FunctionCompiler:
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]
+        self.tails = set()
+        if self.kind == "kernel":
+            self._mark_tail(body)
         new_body = [ast.Assign(targets=[_store("_gs_F")], value=_rt("func_begin", _c(self.kind)))]
         undef = sorted(self.locals - set(params))
         if undef:
@@ -430,6 +433,75 @@ class _FunctionCompiler:
                               kind=self.kind, live=live)
         lines = {first + i: ln.rstrip("\n") for i, ln in enumerate(src_lines)}
         return cf, first, lines
+
+    def _mark_tail(self, stmts) -> None:
+        """Statements after which the kernel ends: an ``if`` or loop there needs no reconvergence point."""
+        stmts = [x for x in stmts if not isinstance(x, (ast.Pass, ast.Assert))]
+        while stmts and isinstance(stmts[-1], ast.Return) and stmts[-1].value is None:
+            stmts = stmts[:-1]
+        if not stmts:
+            return
+        last = stmts[-1]
+        self.tails.add(id(last))
+        if isinstance(last, ast.If):
+            self._mark_tail(last.body)
+            self._mark_tail(last.orelse)
+
+    def _join(self, s) -> bool:
+        """Does code follow ``if``/loop statement ``s``?  (No for the kernel's last statement and for an
+        ``if ...: return`` early exit.)"""
+        if id(s) in self.tails:
+            return False
+        if self.kind == "kernel" and isinstance(s, ast.If) and not s.orelse and s.body \
+                and isinstance(s.body[-1], ast.Return):
+            return False
+        return True
+
+    def _var_use(self, body, var):
+        """How a loop body reads its ``range`` variable: False (never), "narrow" (only inside ``e & mask``
+        with a small constant mask, so 32-bit arithmetic), or True."""
+        loads = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+                 if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Load)]
+        if not loads:
+            return False
+        narrow = set()
+        for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.BitAnd):
+                for side, other in ((n.right, n.left), (n.left, n.right)):
+                    if self._small_const(side):
+                        narrow.update(id(x) for x in ast.walk(other))
+        return "narrow" if all(id(x) in narrow for x in loads) else True
+
+    @staticmethod
+    def _countable(s) -> bool:
+        """Can LLVM compute the trip count of ``while`` loop ``s``?  ``while v < bound`` (or <=, >, >=, !=) with a
+        loop-invariant bound, ``v`` changed only by ``v += e`` / ``v -= e``, and no break or return."""
+        t = s.test
+        if not (isinstance(t, ast.Compare) and len(t.ops) == 1
+                and isinstance(t.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.NotEq))):
+            return False
+        sides = [t.left, t.comparators[0]]
+        names = [x.id for x in sides if isinstance(x, ast.Name)]
+        if not names:
+            return False
+        var = names[0]
+        other = sides[1] if isinstance(sides[0], ast.Name) and sides[0].id == var else sides[0]
+        if _contains([other], (ast.Subscript, ast.Call)):
+            return False
+        if _contains(s.body, (ast.Break, ast.Return), stop=(ast.For, ast.While)) or _contains(s.body, (ast.Return,)):
+            return False
+        steps = stores = 0
+        for n in ast.walk(ast.Module(body=s.body, type_ignores=[])):
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == var:
+                if not isinstance(n.op, (ast.Add, ast.Sub)):
+                    return False
+                steps += 1
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                if n.id == var:
+                    stores += 1
+                elif isinstance(other, ast.Name) and n.id == other.id:
+                    return False
+        return steps == 1 and stores == 1          # the AugAssign's own target is the one store
 
     def _loop_private(self, fdef) -> set:
         """For-loop nodes whose target variable is dead after the loop (read only inside loops over it)."""
@@ -568,9 +640,21 @@ class _FunctionCompiler:
         return _rt("binop", _c(op), left_code, self.expr(right_node), _c(line))
 
     def if_(self, s) -> list:
-        st = self.tmp()
         line = s.lineno
-        out = [ast.Assign(targets=[_store(st)], value=_rt("if_begin", self.expr(s.test), _c(line)))]
+        b, e = s.body, s.orelse
+        if len(b) == 1 and len(e) == 1 and isinstance(b[0], ast.Assign) and isinstance(e[0], ast.Assign) \
+                and len(b[0].targets) == 1 and len(e[0].targets) == 1 \
+                and isinstance(b[0].targets[0], ast.Subscript) \
+                and ast.dump(b[0].targets[0]) == ast.dump(e[0].targets[0]):
+            # ``if c: a[i] = x else: a[i] = y`` -- LLVM sinks the common store and selects the value (each side's
+            # loads stay under its condition; ptxas predicates them): ``a[i] = x if c else y``, no branch
+            # (matmul_tiled's tile loads)
+            val = ast.IfExp(test=s.test, body=b[0].value, orelse=e[0].value)
+            ast.copy_location(val, s)
+            return self.assign([b[0].targets[0]], val, s)
+        st = self.tmp()
+        out = [ast.Assign(targets=[_store(st)], value=_rt("if_begin", self.expr(s.test), _c(line),
+                                                          _c(self._join(s)), _c(bool(s.orelse))))]
         body = self.block(s.body) or [ast.Pass()]
         out.append(ast.If(test=_rt("if_then", _load(st)), body=body, orelse=[]))
         orelse = self.block(s.orelse) if s.orelse else []
@@ -592,7 +676,8 @@ class _FunctionCompiler:
         finally:
             self.loops.pop()
         body.append(ast.Expr(value=_rt("loop_next", _load(st))))
-        return [ast.Assign(targets=[_store(st)], value=_rt("loop_begin", _c(line))),
+        return [ast.Assign(targets=[_store(st)], value=_rt("loop_begin", _c(line), _c(self._countable(s)),
+                                                           _c(self._join(s)))),
                 ast.While(test=_rt("loop_test", _load(st), self.expr(s.test), _c(line)), body=body, orelse=[]),
                 ast.Expr(value=_rt("loop_end", _load(st), _c(line)))]
 
@@ -628,7 +713,9 @@ class _FunctionCompiler:
         else:
             bindv = self.bind(var, counter)
         body = [bindv] + inner + [ast.Expr(value=_rt("range_next", _load(st), _c(line)))]
-        return [ast.Assign(targets=[_store(st)], value=_rt("range_begin", a, b, c, _c(line))),
+        used = self._var_use(s.body, var)
+        return [ast.Assign(targets=[_store(st)], value=_rt("range_begin", a, b, c, _c(line), _c(used),
+                                                           _c(self._join(s)))),
                 ast.While(test=_rt("range_test", _load(st), _c(line)), body=body, orelse=[]),
                 ast.Expr(value=_rt("loop_end", _load(st), _c(line)))]
 
@@ -731,6 +818,14 @@ class _FunctionCompiler:
                                _c(op == "sub"), _c(False))
                 if isinstance(n.right, ast.BinOp) and isinstance(n.right.op, ast.Mult):
                     return self.arith(op, self.expr(n.left), n.right, line)
+            if op == "bitand":
+                # ``e & mask`` with a small constant mask: only the low bits of e matter, so LLVM computes e in
+                # 32 bits (demanded-bits narrowing; bank_conflicts' ``(base + r * 32) & (SIZE - 1)``)
+                for side, other in ((n.right, n.left), (n.left, n.right)):
+                    if self._small_const(side):
+                        nar = _rt("narrow", _lam(self.expr(other)))
+                        args = (self.expr(n.left), nar) if side is n.left else (nar, self.expr(n.right))
+                        return _rt("binop", _c(op), args[0], args[1], _c(line))
             return _rt("binop", _c(op), self.expr(n.left), self.expr(n.right), _c(line))
         if t is ast.UnaryOp:
             return _rt("unop", _c(_UNOPS[type(n.op)]), self.expr(n.operand), _c(line))
@@ -774,6 +869,16 @@ class _FunctionCompiler:
         if t is ast.Call:
             return self.call(n)
         raise self.unsupported(_CONSTRUCT_NAMES.get(t, f"'{t.__name__}' expression"), n)
+
+    def _small_const(self, n) -> bool:
+        """Is ``n`` a compile-time integer constant in [0, 2**32)?"""
+        if _contains([n], (ast.Call, ast.Subscript)):
+            return False
+        try:
+            v = self.static_eval(n)
+        except CompileError:
+            return False
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= int(v) < 2 ** 32
 
     # -- static evaluation (shapes and dtypes of shared/local arrays)
     def static_eval(self, n):

@@ -1,18 +1,40 @@
 """What one Python construct of a SIMT kernel costs in warp instructions, per pipe.
 
-The front end records, for every construct a warp executes, the SASS-like instruction groups that
-numba-cuda's compiler (numba -> NVVM -> ptxas) emits for it.  Every count lives here, as data, so that the
+The front end records, for every construct a warp executes, the SASS instruction groups that numba-cuda's
+compiler (numba -> NVVM -> ptxas, sm_90) emits for it.  Every count lives here, as data, so that the
 per-construct costs can be calibrated without touching the executor.
 
-THESE ARE INITIAL ESTIMATES, read off typical sm_90 SASS of numba-cuda kernels and libdevice sources; they are
-to be calibrated against ``smsp__inst_executed.sum`` measured by Nsight Compute on the numba-cuda build of the
-same kernels (``gpusim validate``).  Units: warp instructions per executing warp.
+Calibration (``python -m gpusim.cuda.calibration --pipes`` prints the fit): the counts of the constructs the
+validation suite uses were read off the sm_90 SASS of the suite's kernels as numba-cuda 0.30 / CUDA 13 builds
+them (the opcode histograms are committed in ``gpusim/validate/records/timing.json``, ``sass_histogram``) and
+checked against ``smsp__inst_executed.sum`` and its per-pipe split measured by Nsight Compute on an H100
+(``records/ncu_*.json``).  Each calibrated entry names the record it was fit to.  Entries the suite never
+exercises (most math functions, float division) are estimates from libdevice / typical SASS.
+
+What numba's code looks like, in short: every value is 64-bit (``int64`` indices, 64-bit address arithmetic
+as pairs of 32-bit instructions: ``IADD3`` + ``IMAD.X``, ``LEA`` + ``LEA.HI.X``); every array access with a
+signed runtime index carries Python's negative-index wraparound, done without a branch (``i + (i >> 63 &
+dim)``: ``SHF`` + ``LOP3`` + ``IADD3`` + ``IMAD.X``); an array's data pointer, shape and size are kernel
+parameters read from the constant bank (``ULDC.64``, once per kernel: loop-invariant); ``range`` loops run
+numba's range iterator (a per-iteration compare-and-select on a 64-bit count, ``ISETP``/``SEL``), and LLVM
+runtime-unrolls innermost loops with a runtime trip count by ``LOOP_UNROLL_FACTOR`` (see
+``runtime.unroll_loops``).
+
+Pipes: ``Pipe.INT`` is the ALU pipe (integer add/logic/shift/compare/select), ``Pipe.FP32`` the FMA pipe, which
+on sm_90 also runs the IMAD family (``IMAD``, ``IMAD.WIDE``, ``IMAD.X``, ``IMAD.MOV``, ``IMAD.SHL``):
+integer multiply-adds and the high halves of 64-bit adds go there (vector add: ``pipe_fma`` = 5 per warp = 3
+``IMAD.X`` + ``IMAD.WIDE`` + ``FADD``).  ``Pipe.UNIFORM`` holds constant-bank reads (``ULDC``, ``LDC``) and
+uniform-datapath ops; ``Pipe.BRANCH`` branches and convergence barriers (``BRA``, ``BSSY``, ``BSYNC``,
+``EXIT``).  ``calibration.ncu_pipe`` maps an op to the Nsight pipe it counts on.
+
+Units: warp instructions per executing warp.
 
 Keys:
   ``(op, dtype)``          arithmetic in computation dtype ("float32", "float64", "float16", "int32",
                            "int64", "uint32", "uint64", "bool"); op in add sub mul fma truediv floordiv mod
                            pow neg abs min max cmp bitop shift not
-  ``(op, dtype, "const")`` the same op when the right operand is a compile-time constant (cheaper divisions)
+  ``(op, dtype, "const")`` the same op when the right operand is a compile-time constant (cheaper divisions,
+                           multiplications, masks)
   ``(math_fn, dtype)``     libdevice functions (``math.sin`` -> ``__nv_sinf`` for float32)
   ``("cvt", src, dst)``    conversions, src/dst in "f16" "f32" "f64" "i32" "i64" "u32" "u64" "b"
   control flow and indexing constructs under their own names (see the entries).
@@ -30,6 +52,22 @@ FP32, FP64, FP16, INT, SFU, LSU, BRANCH, UNIFORM = (Pipe.FP32, Pipe.FP64, Pipe.F
 #: constant-trip ``range`` loops with at most this many iterations are fully unrolled (LLVM's full unroll):
 #: no loop overhead, and the loop counter is a compile-time constant (index arithmetic folds into offsets).
 LOOP_UNROLL_MAX_TRIP = 16
+
+#: innermost loops with a runtime trip count are runtime-unrolled by this factor (LLVM's loop unroller in
+#: numba-cuda's NVVM pipeline): the body is repeated 4 times with one trip test and back-edge branch per 4
+#: iterations, and a remainder loop runs the last ``trip % 4`` iterations one at a time.  Seen in every loop of
+#: the suite's sm_90 SASS that qualifies: ``row_col_sum`` has 5 ``LDG.E`` (an unrolled body of 4 plus the
+#: remainder), ``math_fp32`` 20 FFMA (4 chains x (4 + 1)), ``grid_stride_copy`` 4 + 1 LDG/STG pairs.  Loops
+#: whose body holds a barrier (convergent), an inner runtime loop, ``break``/``continue``/``return``, and
+#: ``while`` loops whose trip count LLVM cannot compute are not unrolled (``matmul_tiled``'s tile loop).
+LOOP_UNROLL_FACTOR = 4
+
+#: bytes of the shared-memory vector loads (LDS.128) LLVM's load/store vectorizer forms from adjacent loads
+SHARED_VECTOR_BYTES = 16
+
+#: libdevice functions whose inlined code is large (a slow path: Payne-Hanek range reduction, ...): a loop that
+#: calls one exceeds the unroller's size threshold and is not unrolled (math_sin's loop: one iteration per trip)
+NO_UNROLL_MATH = frozenset({"sin", "cos", "tan", "pow", "lgamma", "gamma", "erfc", "atan2"})
 
 #: register estimate: registers every thread holds regardless of the kernel (stack pointer R1, the zero
 #: register's companions, address temporaries numba keeps for its array structs).  Set so the estimate has no
@@ -75,27 +113,38 @@ for _dt in ("float16",):
         COSTS[(_op, _dt)] = COSTS[(_op, "float32")]
 
 # ---- integer arithmetic ---------------------------------------------------------------------------------
+# 64-bit adds are IADD3 + IMAD.X (the high half with carry runs on the FMA pipe: ncu counts IMAD.X as
+# pipe_fma, vector_add); 64-bit multiplies are IMAD.WIDE.U32 + 2 IMAD + IMAD.IADD (strided_read: a[i*stride];
+# row_col_sum col walk: i * m.shape[1]).
 for _dt, _w in (("int32", 1), ("uint32", 1), ("int64", 2), ("uint64", 2)):
-    COSTS[("add", _dt)] = [(INT, _w, "IADD3")]              # 64-bit: IADD3 + IADD3.X
-    COSTS[("sub", _dt)] = [(INT, _w, "IADD3")]
-    COSTS[("neg", _dt)] = [(INT, _w, "IADD3")]
-    COSTS[("mul", _dt)] = [(INT, 1 if _w == 1 else 3, "IMAD")]  # 64-bit: IMAD.WIDE.U32 + 2 IMAD
-    COSTS[("fma", _dt)] = [(INT, 1 if _w == 1 else 3, "IMAD")]
+    _add = [(INT, 1, "IADD3")] if _w == 1 else [(INT, 1, "IADD3"), (FP32, 1, "IMAD.X")]
+    COSTS[("add", _dt)] = _add
+    COSTS[("sub", _dt)] = _add
+    COSTS[("neg", _dt)] = _add
+    COSTS[("mul", _dt)] = [(FP32, 1 if _w == 1 else 4, "IMAD")]
+    COSTS[("mul", _dt, "const")] = [(FP32, _w, "IMAD.SHL")]     # by a constant: shift / IMAD.WIDE by immediate
+    COSTS[("fma", _dt)] = [(FP32, 1 if _w == 1 else 4, "IMAD")]
     COSTS[("cmp", _dt)] = [(INT, _w, "ISETP")]              # 64-bit: ISETP + ISETP.EX
     COSTS[("bitop", _dt)] = [(INT, _w, "LOP3")]
+    COSTS[("bitop", _dt, "const")] = [(INT, 1, "LOP3")]       # with a small constant: the high half folds
     COSTS[("shift", _dt)] = [(INT, _w, "SHF")]
     COSTS[("abs", _dt)] = [(INT, _w + 1, "IABS")]
     COSTS[("min", _dt)] = [(INT, _w, "IMNMX")]
     COSTS[("max", _dt)] = [(INT, _w, "IMNMX")]
     COSTS[("not", _dt)] = [(INT, 1, "PLOP3")]
-    # division by a runtime value: software sequence (no integer divider); by a constant: mul-hi + shifts
-    COSTS[("floordiv", _dt)] = [(INT, 18 if _w == 1 else 44, "IMAD.HI"), (SFU, 1, "MUFU.RCP"),
-                                 (BRANCH, 1 if _w == 1 else 2, "BRA")]
-    COSTS[("mod", _dt)] = COSTS[("floordiv", _dt)] + [(INT, 2, "IMAD")]
-    COSTS[("floordiv", _dt, "const")] = [(INT, 3 * _w, "IMAD.HI")]
-    COSTS[("mod", _dt, "const")] = [(INT, 4 * _w, "IMAD.HI")]
+    # division by a runtime value: numba checks the divisor for zero (ZeroDivisionError), then ptxas' division
+    # takes a 32-bit fast path when both operands fit (I2F.U32.RP + MUFU.RCP + F2I + IMAD.HI Newton step +
+    # fix-ups inside BSSY/BSYNC), then Python's floor semantics fix the sign.  Fit to divergence_g*
+    # ((threadIdx.x // group) % 2: pipe_xu 3, the fast path's 36 instructions + 4 for the zero check).
+    COSTS[("floordiv", _dt)] = [(INT, 12, "ISETP+SEL+LOP3"), (FP32, 16, "IMAD.HI"), (SFU, 3, "MUFU.RCP"),
+                                 (BRANCH, 2, "BSSY+BSYNC"), (BRANCH, 3, "BRA")]
+    COSTS[("mod", _dt)] = COSTS[("floordiv", _dt)] + [(FP32, 2, "IMAD")]
+    # by a constant: multiply-high and shifts; by a power of two (divergence_g*: % 2): LEA.HI + LOP3 + a
+    # 64-bit subtract
+    COSTS[("floordiv", _dt, "const")] = [(INT, 2 * _w, "SHF+LEA.HI"), (FP32, _w, "IMAD.HI")]
+    COSTS[("mod", _dt, "const")] = [(INT, 3, "LEA.HI+LOP3+IADD3"), (FP32, 2, "IMAD.X")]
     COSTS[("truediv", _dt)] = COSTS[("truediv", "float64")]  # ints are converted to float64 first
-    COSTS[("pow", _dt)] = [(INT, 12, "IMAD"), (BRANCH, 3, "BRA")]
+    COSTS[("pow", _dt)] = [(FP32, 12, "IMAD"), (BRANCH, 3, "BRA")]
 COSTS[("bitop", "bool")] = [(INT, 1, "PLOP3")]
 COSTS[("min", "bool")] = [(INT, 1, "PLOP3")]
 COSTS[("max", "bool")] = [(INT, 1, "PLOP3")]
@@ -129,16 +178,25 @@ COSTS[("cvt", "f64", "b")] = COSTS[("cmp", "float64")]
 # ---- math functions (libdevice) -------------------------------------------------------------------------
 _MATH32 = {   # fn: [(pipe, n, label)] for float32 (libdevice __nv_*f, non-fast-math)
     "sqrt": [(SFU, 1, "MUFU.RSQ"), (FP32, 5, "FFMA"), (BRANCH, 1, "BRA")],
-    "exp": [(SFU, 1, "MUFU.EX2"), (FP32, 8, "FFMA")],
+    # expf: FFMA.SAT + FFMA.RM + FADD + 2 FFMA + IMAD.SHL + MUFU.EX2; the final scaling multiply fuses with
+    # a following add (math_exp: 59 per 4 iterations = 4 x (FMUL + expf 7 + FFMA + iterator 5) - ... + BRA,
+    # pipe_xu 16 = one MUFU.EX2 per call)
+    "exp": [(SFU, 1, "MUFU.EX2"), (FP32, 6, "FFMA")],
     "exp2": [(SFU, 1, "MUFU.EX2"), (FP32, 3, "FMUL")],
     "expm1": [(SFU, 1, "MUFU.EX2"), (FP32, 14, "FFMA")],
     "log": [(SFU, 1, "MUFU.LG2"), (FP32, 12, "FFMA"), (INT, 3, "LOP3")],
     "log2": [(SFU, 1, "MUFU.LG2"), (FP32, 4, "FMUL")],
     "log10": [(SFU, 1, "MUFU.LG2"), (FP32, 12, "FFMA"), (INT, 3, "LOP3")],
     "log1p": [(SFU, 1, "MUFU.LG2"), (FP32, 16, "FFMA"), (INT, 3, "LOP3")],
-    "sin": [(FP32, 22, "FFMA"), (INT, 8, "IMAD"), (BRANCH, 2, "BRA")],
-    "cos": [(FP32, 22, "FFMA"), (INT, 8, "IMAD"), (BRANCH, 2, "BRA")],
-    "tan": [(FP32, 26, "FFMA"), (INT, 8, "IMAD"), (SFU, 1, "MUFU.RCP"), (BRANCH, 2, "BRA")],
+    # sinf/cosf fast path (|x| < 105615): FMUL by 2/pi, F2I + I2FP, 3-FFMA Cody-Waite reduction, then the
+    # polynomial with FSEL/IMAD.MOV quadrant selects, inside BSSY/BSYNC around the Payne-Hanek slow path
+    # (math_sin: 26 per call; pipe_xu 1 (F2I), pipe_cbu 2)
+    "sin": [(FP32, 15, "FFMA"), (INT, 6, "FSETP+LOP3+FSEL"), (SFU, 1, "F2I.NTZ"), (BRANCH, 2, "BSSY+BSYNC"),
+            (BRANCH, 2, "BRA")],
+    "cos": [(FP32, 15, "FFMA"), (INT, 6, "FSETP+LOP3+FSEL"), (SFU, 1, "F2I.NTZ"), (BRANCH, 2, "BSSY+BSYNC"),
+            (BRANCH, 2, "BRA")],
+    "tan": [(FP32, 18, "FFMA"), (INT, 6, "FSETP+LOP3+FSEL"), (SFU, 2, "F2I+MUFU.RCP"),
+            (BRANCH, 2, "BSSY+BSYNC"), (BRANCH, 2, "BRA")],
     "asin": [(FP32, 18, "FFMA"), (SFU, 1, "MUFU.RSQ")],
     "acos": [(FP32, 20, "FFMA"), (SFU, 1, "MUFU.RSQ")],
     "atan": [(FP32, 18, "FFMA"), (SFU, 1, "MUFU.RCP")],
@@ -180,10 +238,17 @@ for _fn, _entries in _MATH32.items():
 COSTS[("sqrt", "float64")] = [(SFU, 1, "MUFU.RSQ64H"), (FP64, 8, "DFMA"), (BRANCH, 1, "BRA")]
 
 # ---- control flow ---------------------------------------------------------------------------------------
-COSTS[("branch",)] = [(BRANCH, 1, "BRA")]                  # conditional branch of if / loop test
-COSTS[("diverge",)] = [(BRANCH, 1, "BSSY"), (BRANCH, 1, "BSYNC")]  # warps whose lanes split
-COSTS[("loop_inc",)] = [(INT, 2, "IADD3")]                 # 64-bit range counter increment
-COSTS[("loop_test",)] = [(INT, 2, "ISETP"), (BRANCH, 1, "BRA")]
+# An ``if`` on a lane-varying condition opens a convergence region: BSSY, the predicated BRA, and BSYNC where
+# the sides join -- executed by every warp that reaches the ``if``, divergent or not (the compiler cannot
+# know).  divergence_g32 vs g16: pipe_cbu 7 vs 9 per warp, the same BSSY/BSYNC in both; reduction: 8 tree
+# steps x (BSSY + BRA + BSYNC) per warp.  An ``if`` whose body ends the kernel (``if i < n: ...`` as the last
+# statement, or ``if ...: return``) needs no join: one predicated EXIT/BRA (vector_add: ``@P0 EXIT``).  A
+# condition that is uniform (a constant, a parameter, a loop counter, %ctaid) branches without BSSY/BSYNC.
+COSTS[("branch",)] = [(BRANCH, 1, "BRA")]                  # uniform or tail if, the jump over an else arm
+COSTS[("if_varying",)] = [(BRANCH, 1, "BSSY"), (BRANCH, 1, "BRA")]
+COSTS[("join",)] = [(BRANCH, 1, "BSYNC")]
+COSTS[("branch_exit",)] = [(BRANCH, 1, "EXIT")]           # if at the kernel's end: @P EXIT
+COSTS[("loop_region",)] = [(BRANCH, 1, "BSSY")]           # a loop whose trip count varies across lanes
 COSTS[("select",)] = [(INT, 1, "SEL")]                     # ternary / merged value
 COSTS[("shortcircuit",)] = [(INT, 1, "PLOP3")]
 COSTS[("exit",)] = [(BRANCH, 1, "EXIT")]
@@ -191,27 +256,85 @@ COSTS[("barrier",)] = [(BRANCH, 1, "BAR.SYNC")]
 COSTS[("syncwarp",)] = [(BRANCH, 1, "WARPSYNC")]
 COSTS[("membar",)] = [(LSU, 1, "MEMBAR")]
 
-# ---- special registers and indexing ---------------------------------------------------------------------
-COSTS[("sreg",)] = [(INT, 1, "S2R")]                       # first read of %tid / %ctaid (CSE'd after)
-COSTS[("grid", 1)] = [(INT, 1, "IMAD"), (INT, 1, "SHF.R.S32.HI")]   # ctaid*ntid+tid in 32 bit, sign-extended
+# ---- loops ------------------------------------------------------------------------------------------------
+# numba's ``range`` iterator keeps a 64-bit remaining count: each iteration compares it with 0 and updates it
+# with selects (ISETP.GT + ISETP.GT.AND.EX + SEL + IADD3 + IMAD.X: math_fp32/math_fp64/divergence unrolled
+# bodies, 25 = 4 x (FFMA + 5) + BRA); when the loop variable is used, the value is advanced the same way
+# (5 more: row_col_sum, 91 per 4 iterations = 4 x (LDG + FADD + 9 address + 10 iterator) + 5 trip test).
+COSTS[("range_iter", False)] = [(INT, 4, "ISETP+SEL+IADD3"), (FP32, 1, "IMAD.X")]
+COSTS[("range_iter", True)] = [(INT, 8, "ISETP+SEL+IADD3"), (FP32, 2, "IMAD.X")]
+# the value used only in 32-bit arithmetic (``e & mask``, see ``runtime.Chunk.narrow``): SEL + IMAD.IADD
+# (bank_conflicts' reps loop: 57 per 4 iterations = 4 x (LDS + FADD + 4 address + 7 iterator) + 5 trip test)
+COSTS[("range_iter", "narrow")] = [(INT, 5, "ISETP+SEL+IADD3"), (FP32, 2, "IMAD.X")]
+# iterator set-up (count = max(stop - start, 0) by selects) and the test that skips an empty loop
+COSTS[("range_setup",)] = [(INT, 8, "ISETP+SEL"), (FP32, 1, "IMAD.X"), (BRANCH, 1, "BRA")]
+# a runtime step divides (stop - start) by it: the 32-bit fast path of the 64-bit division (bank_conflicts'
+# ``range(t, SIZE, cuda.blockDim.x)``: I2F + MUFU.RCP + F2I, pipe_xu 3)
+COSTS[("range_setup_div",)] = [(INT, 10, "ISETP+SEL+LOP3"), (FP32, 14, "IMAD.HI"), (SFU, 3, "MUFU.RCP"),
+                               (BRANCH, 2, "BSSY+BSYNC"), (BRANCH, 2, "BRA")]
+# a runtime-unrolled loop computes ``trip % 4`` and the number of groups, and branches around the unrolled and
+# the remainder loops (math_fp32: 17 + 1 instructions between the range set-up and the unrolled body)
+COSTS[("unroll_setup",)] = [(INT, 11, "LOP3+ISETP+SEL+IADD3"), (FP32, 3, "IMAD.X"), (BRANCH, 3, "BRA")]
+# a countable ``while`` (grid-stride loop) has its trip count computed, (n - i + step - 1) // step, by the
+# same 32-bit division (grid_stride_copy, reduction_n16777216_b1056: pipe_xu 3)
+COSTS[("while_setup",)] = [(INT, 20, "ISETP+SEL+LOP3+IADD3"), (FP32, 20, "IMAD.HI"), (SFU, 3, "MUFU.RCP"),
+                           (BRANCH, 2, "BSSY+BSYNC"), (BRANCH, 3, "BRA")]
+# trip test of each remainder iteration of an unrolled loop: a separate 64-bit counter (IADD3 + IMAD.X +
+# ISETP.NE pair) and the back-edge branch; an unrolled group keeps one of them, and only the branch when the
+# loop variable is unused (the iterator's last compare decides).  A loop that is not unrolled needs only the
+# branch (math_sin: 34 instructions per iteration = sinf 26 + FFMA + LDC.64 + iterator 5 + BRA; matmul_tiled's
+# tile loop).
+COSTS[("loop_counter",)] = [(INT, 3, "IADD3+ISETP"), (FP32, 1, "IMAD.X")]
+COSTS[("loop_branch",)] = [(BRANCH, 1, "BRA")]
+
+# ---- special registers, parameters and indexing ----------------------------------------------------------
+# every kernel starts by loading its stack pointer (LDC R1, c[0x28]) and ends with EXIT
+COSTS[("kernel_entry",)] = [(UNIFORM, 1, "LDC")]
+COSTS[("sreg", "tid")] = [(LSU, 1, "S2R")]                 # first read (CSE'd after); pipe_lsu
+COSTS[("sreg", "laneid")] = [(LSU, 1, "S2R")]
+COSTS[("sreg", "ctaid")] = [(LSU, 1, "S2R.CTAID")]         # pipe_adu (vector_add: adu = LDC + this S2R)
+COSTS[("sreg", "ntid")] = [(UNIFORM, 1, "ULDC")]           # %ntid, %nctaid live in the constant bank
+COSTS[("sreg", "nctaid")] = [(UNIFORM, 1, "ULDC")]
+# cuda.grid(1) = ctaid * ntid + tid as int64: the sign of tid (SHF) and one IMAD.WIDE (vector_add)
+COSTS[("grid", 1)] = [(INT, 1, "SHF.R.S32.HI"), (FP32, 1, "IMAD.WIDE")]
 COSTS[("grid", 2)] = COSTS[("grid", 1)] * 2
 COSTS[("grid", 3)] = COSTS[("grid", 1)] * 3
-COSTS[("gridsize", 1)] = [(INT, 1, "IMAD")]
-COSTS[("gridsize", 2)] = [(INT, 2, "IMAD")]
-COSTS[("gridsize", 3)] = [(INT, 3, "IMAD")]
-# numba array indexing: per signed runtime index a negative-index wraparound (ISETP + SEL of i or i+dim),
-# then the 64-bit address: base + sum(i_k * stride_k)
-COSTS[("index_wrap",)] = [(INT, 2, "ISETP+SEL")]
-COSTS[("index_addr", 1)] = [(INT, 2, "IMAD.WIDE")]
-COSTS[("index_addr", 2)] = [(INT, 4, "IMAD.WIDE")]
-COSTS[("index_addr", 3)] = [(INT, 6, "IMAD.WIDE")]
-COSTS[("index_addr_shared", 1)] = [(INT, 1, "LEA")]      # 32-bit shared-window address
-COSTS[("index_addr_shared", 2)] = [(INT, 2, "IMAD")]
-COSTS[("index_addr_shared", 3)] = [(INT, 3, "IMAD")]
+COSTS[("gridsize", 1)] = [(UNIFORM, 1, "UIMAD.WIDE")]      # reduction: pipe_uniform 2 with the grid-stride while
+COSTS[("gridsize", 2)] = [(UNIFORM, 2, "UIMAD.WIDE")]
+COSTS[("gridsize", 3)] = [(UNIFORM, 3, "UIMAD.WIDE")]
+# kernel parameters: a scalar parameter is read from the constant bank once (ULDC.64 / LDC.64, 8 bytes each:
+# divergence reads group, iters and the float32 pair a, b with 3); an array's data pointer, each shape entry
+# and its size are parameters too, read once per kernel at their first use (vector_add: 8 ULDC.64 = out.size
+# + 3 x (data + shape) + the global-memory descriptor)
+COSTS[("param",)] = [(UNIFORM, 1, "ULDC.64")]
+COSTS[("array_field",)] = [(UNIFORM, 1, "ULDC.64")]
+COSTS[("global_desc",)] = [(UNIFORM, 1, "ULDC.64")]       # desc[UR4] of LDG.E/STG.E, once per kernel
+# the shared-memory window of the CTA (sm_90 clusters): S2UR SR_CgaCtaId + UMOV + ULEA, once per kernel that
+# touches shared memory (reduction: pipe_adu 12 = LDC + S2R + 9 BAR + this S2UR ...; pipe_uniform 2)
+COSTS[("shared_base",)] = [(UNIFORM, 1, "S2UR"), (UNIFORM, 1, "UMOV"), (UNIFORM, 1, "ULEA")]
+# numba array indexing.  Negative-index wraparound of a signed runtime index, branch-free: i + (i >> 63 & dim)
+# = 2 SHF (sign, duplicated by ptxas) + 2 LOP3 + IADD3 + IMAD.X; a second wrap of the same index value (another
+# array) reuses the sign (vector_add: 20 ALU/IMAD.X for a[i], b[i], out[i] = 6 + 4 + 4 + 3 x 2 address).  A
+# dimension of compile-time size (shared and local arrays) wraps with LOP3 + LEA.HI (reduction, bank_conflicts).
+COSTS[("index_wrap",)] = [(INT, 5, "SHF+LOP3+IADD3"), (FP32, 1, "IMAD.X")]
+COSTS[("index_wrap_cse",)] = [(INT, 3, "LOP3+IADD3"), (FP32, 1, "IMAD.X")]
+COSTS[("index_wrap_const",)] = [(INT, 2, "LOP3+LEA.HI")]
+# the 64-bit address: base + flat * itemsize (LEA + LEA.HI.X); each leading dimension adds its index times the
+# row stride: IMAD.WIDE.U32 per access (fused with the add), plus the high halves (2 IMAD + IMAD.IADD) unless
+# that index is the same value as in an earlier access (row_col_sum: row walk 9, column walk 12 address
+# instructions per iteration)
+COSTS[("index_addr", 1)] = [(INT, 2, "LEA+LEA.HI.X")]
+COSTS[("index_row", "global")] = [(FP32, 1, "IMAD.WIDE.U32")]
+COSTS[("index_row_hi", "global")] = [(FP32, 3, "IMAD+IMAD.IADD")]
+# shared and local memory: 32-bit addresses in the shared window (LEA of the element offset; a leading
+# dimension is one IMAD)
+COSTS[("index_addr_shared", 1)] = [(INT, 1, "LEA")]
+COSTS[("index_row", "shared")] = [(FP32, 1, "IMAD")]
+COSTS[("index_row_hi", "shared")] = []
 COSTS[("warp_shuffle",)] = [(LSU, 1, "SHFL")]
 COSTS[("warp_vote",)] = [(INT, 1, "VOTE")]
-COSTS[("popc",)] = [(INT, 1, "POPC")]
-COSTS[("bitfn",)] = [(INT, 2, "FLO")]
+COSTS[("popc",)] = [(SFU, 1, "POPC")]
+COSTS[("bitfn",)] = [(SFU, 2, "FLO")]
 
 #: useful floating-point operations per active lane, for the roofline (``KernelTrace.flops``)
 FLOPS_PER_LANE = {"add": 1, "sub": 1, "mul": 1, "fma": 2}

@@ -99,6 +99,17 @@ def _wrap_arg(ck, name, a):
     return R.GlobalArray(name, st, ADDRESS_SPACE.address_of(st))
 
 
+def _scalar_param_bytes(args) -> int:
+    """Bytes of the scalar (non-array) kernel arguments."""
+    n = 0
+    for a in args:
+        if isinstance(a, R.V):
+            n += a.v.dtype.itemsize
+        elif isinstance(a, tuple):
+            n += _scalar_param_bytes(a)
+    return n
+
+
 def _registers(ck, L, args) -> tuple[int, dict]:
     widths = {}
     for name, a in zip(ck.params, args):
@@ -149,6 +160,7 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
     _check_launch(ck.name, g3, b3, dyn, ck, cfg)
     wrapped = _wrap_args(ck, list(args))
     L = R.Launch(ck, g3, b3, dyn, cfg, record, CHUNK_THREADS)
+    L.param_words = -(-_scalar_param_bytes(wrapped) // 8)
     tables = []
     flops = 0
     fn = ck.fn

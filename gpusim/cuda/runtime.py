@@ -54,13 +54,14 @@ class V:
     """A runtime value: ``v`` (numpy scalar = uniform, or array of shape (C|1, P|1)), the indices of the
     pending long-latency ops it came from (``deps``), and whether the compiler knows it (``const``)."""
 
-    __slots__ = ("v", "deps", "const", "sid")
+    __slots__ = ("v", "deps", "const", "sid", "nn")
 
-    def __init__(self, v, deps=(), const=False):
+    def __init__(self, v, deps=(), const=False, nn=False):
         self.v = v
         self.deps = deps
         self.const = const
         self.sid = 0
+        self.nn = nn            # the compiler knows the value is >= 0 (no negative-index wraparound)
 
     def key(self) -> int:
         if not self.sid:
@@ -151,6 +152,13 @@ def short(dt: np.dtype) -> str:
     return _SHORT[dt.kind + str(dt.itemsize)]
 
 
+def _narrow_dtype(dt: np.dtype) -> str:
+    """Cost dtype of integer arithmetic whose high 32 bits nobody reads (see ``Chunk.narrow``)."""
+    if dt.kind in "iu" and dt.itemsize == 8:
+        return "int32" if dt.kind == "i" else "uint32"
+    return _cost_dtype(dt)
+
+
 def _cost_dtype(dt: np.dtype) -> str:
     if dt.kind in "iu" and dt.itemsize < 4:
         return "int32" if dt.kind == "i" else "uint32"
@@ -164,6 +172,8 @@ _BIN_UFUNC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": 
 _CMP_UFUNC = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
               "ne": np.not_equal}
 _COST_OP = {"lshift": "shift", "rshift": "shift", "bitand": "bitop", "bitor": "bitop", "bitxor": "bitop"}
+_CONST_KEYED = frozenset(("floordiv", "mod", "mul", "bitand", "bitor", "bitxor"))  # cheaper by a constant
+_COMMUTATIVE = frozenset(("mul", "bitand", "bitor", "bitxor"))
 
 
 # ---- masks ------------------------------------------------------------------------------------------------------
@@ -293,6 +303,16 @@ class SubArray:
         self.dtype = parent.dtype
 
 
+class Shape(tuple):
+    """``a.shape`` of a kernel argument: entries are kernel parameters, each read (ULDC) at its first use."""
+
+    def __new__(cls, items, arr, off):
+        t = super().__new__(cls, items)
+        t.arr = arr
+        t.off = off
+        return t
+
+
 # ---- control-flow states --------------------------------------------------------------------------------------
 
 class Frame:
@@ -306,12 +326,31 @@ class Frame:
 
 
 class IfState:
-    __slots__ = ("entry", "mt", "me", "tend")
+    __slots__ = ("entry", "mt", "me", "tend", "join", "has_else", "line")
 
 
 class LoopState:
     __slots__ = ("entry", "exited", "broken", "cont", "nret", "counter", "stop", "step", "unrolled",
-                 "iter_mask", "nlost", "div")
+                 "iter_mask", "nlost", "div", "rec", "used", "countable", "join", "varying", "mark", "tested")
+
+
+class LoopRecord:
+    """The ops one execution of a loop recorded, for the unrolling post-pass (``unroll_loops``).
+
+    ``iters``: per iteration ``[first op, end op, control op indices]`` (control = the trip test and back-edge
+    branch, which unrolling removes from all but one iteration of a group); ``setup``: ops that exist only if the
+    loop is unrolled (remainder computation); ``eligible``: the loop is innermost, has a runtime trip count and
+    no barrier, warp-level collective, break, continue or return in its body."""
+
+    __slots__ = ("kind", "used", "eligible", "iters", "setup", "final")
+
+    def __init__(self, kind: str, used: bool, eligible: bool):
+        self.kind = kind
+        self.used = used
+        self.eligible = eligible
+        self.iters: list = []
+        self.setup: list = []
+        self.final: list = []
 
 
 # ---- the launch (shared by all chunks) ------------------------------------------------------------------------
@@ -356,6 +395,7 @@ class Launch:
         self.bank_bytes = cfg.sm.shared_bank_bytes
         self.local_runtime_slots: set = set()
         self.var_dtypes: dict = {}
+        self.param_words = 0            # 8-byte words of scalar kernel parameters (read from the constant bank)
 
     def block_of(self, cta: int) -> tuple:
         gx, gy, _ = self.grid
@@ -390,6 +430,7 @@ class Chunk:
         self.full = self.base = Mask(L.exist)
         self.mask = self.base
         self.loop_depth = 0
+        self.narrowed = False           # inside ``e`` of ``e & small_constant``: 32-bit integer arithmetic
         self.frames: list[Frame] = []
         self.n_returns = 0
         self.n_lost = 0
@@ -400,7 +441,15 @@ class Chunk:
         self.row_total: list[int] = []
         self.flops = 0
         self._sreg_seen: set = set()
+        self._fields_seen: set = set()       # kernel parameters read (array data/shape/size, descriptor)
+        self._signs_seen: set = set()        # index values whose sign (for wraparound) is computed
+        self._wraps_seen: set = set()        # (index value, array, dim) wrapped already
+        self._cvt_seen: set = set()          # (value, type) conversions computed already
+        self._row_cse: set = set()           # (array, dim, index value): high halves of a row offset
         self._addr_cse: dict = {}
+        self._vec_loads: dict = {}           # shared-memory vector loads of the current straight-line region
+        self._loops: list[LoopRecord] = []   # loop executions, for unroll_loops
+        self._open_loops: list[LoopRecord] = []
         self._mem_cache: dict = {}
         self._last_parts = ((), 0)
         # memory
@@ -448,7 +497,16 @@ class Chunk:
             self.op_rows.append(ri)
         if flop:
             self.flops += flop * self.row_total[ri]
-        return len(ops) - 1
+        return len(ops) - 1 if entries else -1
+
+    def _out(self, deps: tuple, n0: int) -> tuple:
+        """Scoreboard deps of a computed value: the last op recorded since ``n0`` when the inputs wait for a
+        long-latency result (so a chain load -> ALU -> address -> load stays ordered when loads are hoisted;
+        the engine ignores deps on ALU ops), else the inputs' own deps (nothing recorded) or none."""
+        if not deps:
+            return ()
+        n = len(self.ops)
+        return (n - 1,) if n > n0 else deps
 
     def _rec_row(self, key, line, row: np.ndarray, deps=()):
         ri = self._add_row(row)
@@ -462,9 +520,26 @@ class Chunk:
         self.op_rows.append(ri)
         return len(self.ops) - 1
 
+    def _rec_span(self, key, line, deps=()) -> list:
+        """Record ``key`` and return the indices of the ops it added."""
+        n0 = len(self.ops)
+        self._rec(key, line, deps)
+        return list(range(n0, len(self.ops)))
+
+    def _field(self, key, line) -> None:
+        """A kernel parameter (array data pointer, shape entry, size; the global-memory descriptor) read from
+        the constant bank: one ULDC.64 at its first use in the kernel (loop-invariant, so hoisted)."""
+        if key in self._fields_seen or not self.recording or self.mask is EMPTY:
+            return
+        self._fields_seen.add(key)
+        self._rec(("global_desc",) if key == "desc" else ("array_field",), line)
+
     def table(self) -> OpTable:
         if not self.ops:
             return OpTable(self.first, self.C, self.wpc, [], np.zeros((0, self.n_warps), np.uint8))
+        if self._loops:
+            self.ops, self.op_rows = unroll_loops(self.ops, self.op_rows, self._loops)
+            self._loops = []
         ids = np.asarray(self.op_rows, dtype=np.int64)
         full_id = self.full.rid
         if not self.L.padded and np.all(ids == full_id):
@@ -494,10 +569,14 @@ class Chunk:
         x = v.v
         if x.dtype == dt:
             return x
-        if self.recording and not v.const and self.mask is not EMPTY:
+        if self.recording and not v.const and self.mask is not EMPTY \
+                and not (self.narrowed and x.dtype.kind in "iub" and dt.kind in "iu"):
             a, b = short(x.dtype), short(dt)
             if a != b and not (a[0] in "iu" and b[0] in "iu" and a[1:] == b[1:]):
-                self._rec(("cvt", a, b), line, v.deps)
+                k = (v.key(), b)
+                if k not in self._cvt_seen:          # a value is converted once (CSE, hoisted out of loops)
+                    self._cvt_seen.add(k)
+                    self._rec(("cvt", a, b), line, v.deps)
         return x.astype(dt)
 
     def truth(self, c, line) -> V:
@@ -505,12 +584,13 @@ class Chunk:
         if c.v.dtype == BOOL:
             return c
         r = _fix(c.v != 0)
+        n0 = len(self.ops)
         if self.recording and not c.const:
             self._rec(("not", _cost_dtype(c.v.dtype)), line, c.deps)
-        return V(r, (), c.const)
+        return V(r, self._out(c.deps, n0), c.const)
 
     def binop(self, op, a, b, line) -> V:
-        if type(a) is tuple or type(b) is tuple:
+        if isinstance(a, tuple) or isinstance(b, tuple):
             raise self._err(UnsupportedConstruct, f"arithmetic '{op}' on tuples", line)
         a = self._val(a, line)
         b = self._val(b, line)
@@ -529,17 +609,22 @@ class Chunk:
                 raise self._err(CompileError, f"bitwise operation on floating-point values ({ta}, {tb})", line)
         cst = a.const and b.const
         rec = self.recording and not cst and self.mask is not EMPTY
+        n0 = len(self.ops)
         x = a.v if ta == ct else (a.v.astype(ct) if (a.const or not rec) else self._cvt(a, ct, line))
         y = b.v if tb == ct else (b.v.astype(ct) if (b.const or not rec) else self._cvt(b, ct, line))
         if op == "pow" and ct.kind in "iu" and np.any(y < 0):
             y = np.maximum(y, 0)
         r = _fix(_BIN_UFUNC[op](x, y))
+        deps = _union(a.deps, b.deps)
         if rec:
             cop = _COST_OP.get(op, op)
-            key = (cop, _cost_dtype(ct), "const") if (b.const and op in ("floordiv", "mod")) else \
-                (cop, _cost_dtype(ct))
-            self._rec(key, line, _union(a.deps, b.deps), C_.FLOPS_PER_LANE.get(op, 0) if ct.kind == "f" else 0)
-        return V(r, (), cst)
+            kc = b.const or (a.const and op in _COMMUTATIVE)
+            cd = _cost_dtype(ct) if not self.narrowed else _narrow_dtype(ct)
+            key = (cop, cd, "const") if (kc and op in _CONST_KEYED) else (cop, cd)
+            self._rec(key, line, deps, C_.FLOPS_PER_LANE.get(op, 0) if ct.kind == "f" else 0)
+        # x & c with a constant c >= 0 is known non-negative (LLVM drops the index wraparound)
+        nn = op == "bitand" and ct.kind in "iu" and ((b.const and b.v >= 0) or (a.const and a.v >= 0))
+        return V(r, self._out(deps, n0), cst, nn)
 
     def fma(self, x, y, z, line, sub=False, zfirst=False) -> V:
         """``x*y + z`` (``zfirst``: ``z + x*y``; ``sub``: ``x*y - z`` or ``z - x*y``) fused as ptxas does."""
@@ -563,9 +648,21 @@ class Chunk:
         zv = self._cvt(z, rt, line) if not z.const else z.v.astype(rt)
         p = xv * yv
         r = _fix((zv - p if zfirst else p - zv) if sub else (zv + p if zfirst else p + zv))
-        self._rec(("fma", _cost_dtype(rt)), line, _union(_union(x.deps, y.deps), z.deps),
+        deps = _union(_union(x.deps, y.deps), z.deps)
+        n0 = len(self.ops)
+        self._rec(("fma", _cost_dtype(rt) if not self.narrowed else _narrow_dtype(rt)), line, deps,
                   2 if rt.kind == "f" else 0)
-        return V(r, (), False)
+        return V(r, self._out(deps, n0), False)
+
+    def narrow(self, fn):
+        """Evaluate ``fn()`` (the left side of ``e & small_constant``) with 64-bit integer arithmetic costed
+        as 32-bit: LLVM's demanded-bits analysis drops the high halves."""
+        old = self.narrowed
+        self.narrowed = True
+        try:
+            return fn()
+        finally:
+            self.narrowed = old
 
     def _nr(self, fn, *args):
         """Call ``fn`` without recording (the caller records a fused op instead)."""
@@ -583,12 +680,22 @@ class Chunk:
         ct = BOOL if (ta == BOOL and tb == BOOL) else arith_type(ta, tb)
         cst = a.const and b.const
         rec = self.recording and not cst and self.mask is not EMPTY
-        x = a.v if ta == ct else (a.v.astype(ct) if (a.const or not rec) else self._cvt(a, ct, line))
-        y = b.v if tb == ct else (b.v.astype(ct) if (b.const or not rec) else self._cvt(b, ct, line))
+        n0 = len(self.ops)
+        cost_t = ct
+        if rec and ct.kind in "iu" and ct.itemsize == 8 and (a.const or b.const):
+            # a 32-bit value against a constant that fits: LLVM compares in 32 bits, no sign extension
+            u, w = (b, a) if a.const else (a, b)
+            if u.v.dtype.kind in "iu" and u.v.dtype.itemsize <= 4 and -2 ** 31 <= int(w.v) < 2 ** 31:
+                cost_t = I32 if u.v.dtype.kind == "i" else U32
+                x, y = a.v.astype(ct), b.v.astype(ct)
+        if cost_t is ct:
+            x = a.v if ta == ct else (a.v.astype(ct) if (a.const or not rec) else self._cvt(a, ct, line))
+            y = b.v if tb == ct else (b.v.astype(ct) if (b.const or not rec) else self._cvt(b, ct, line))
         r = _fix(_CMP_UFUNC[op](x, y))
+        deps = _union(a.deps, b.deps)
         if rec:
-            self._rec(("cmp", _cost_dtype(ct)), line, _union(a.deps, b.deps))
-        return V(r, (), cst)
+            self._rec(("cmp", _cost_dtype(cost_t)), line, deps)
+        return V(r, self._out(deps, n0), cst)
 
     def unop(self, op, a, line) -> V:
         a = self._val(a, line)
@@ -600,6 +707,7 @@ class Chunk:
             return a
         ct = I64 if t.kind in "b" else (arith_type(t, t) if t.kind in "iu" else t)
         rec = self.recording and not a.const and self.mask is not EMPTY
+        n0 = len(self.ops)
         x = a.v if t == ct else (self._cvt(a, ct, line) if rec else a.v.astype(ct))
         if op == "neg":
             r = np.negative(x)
@@ -613,11 +721,11 @@ class Chunk:
             raise self._err(UnsupportedConstruct, f"unary operator {op}", line)
         if rec:
             self._rec(key, line, a.deps)
-        return V(_fix(r), (), a.const)
+        return V(_fix(r), self._out(a.deps, n0), a.const)
 
     def cast(self, x, dt, line) -> V:
         """``np.float32(x)``, ``int(x)``, ``float(x)``, ``bool(x)`` ..."""
-        if type(x) is tuple:
+        if isinstance(x, tuple):
             raise self._err(UnsupportedConstruct, "converting a tuple", line)
         x = self._val(x, line)
         dt = np.dtype(dt)
@@ -625,9 +733,10 @@ class Chunk:
             return self.truth(x, line)
         if x.v.dtype == dt:
             return x
+        n0 = len(self.ops)
         if self.recording and not x.const and self.mask is not EMPTY:
             self._cvt(x, dt, line)
-        return V(_fix(x.v.astype(dt)), () if not x.const else (), x.const)
+        return V(_fix(x.v.astype(dt)), self._out(x.deps, n0), x.const)
 
     def builtin_num(self, kind, x, line) -> V:
         """``int(x)`` / ``float(x)``: integers (floats) keep their type, others convert to int64 (float64)."""
@@ -643,9 +752,11 @@ class Chunk:
         dt = unify(ta, tb)
         r = _fix(np.where(c.v, a.v.astype(dt) if ta != dt else a.v, b.v.astype(dt) if tb != dt else b.v))
         cst = c.const and a.const and b.const
+        deps = _union(c.deps, _union(a.deps, b.deps))
+        n0 = len(self.ops)
         if self.recording and not cst:
-            self._rec(("select",), line, _union(c.deps, _union(a.deps, b.deps)))
-        return V(r, (), cst)
+            self._rec(("select",), line, deps)
+        return V(r, self._out(deps, n0), cst)
 
     # ---- builtins / math -----------------------------------------------------------------------------------
     def minmax(self, which, args, line) -> V:
@@ -661,13 +772,15 @@ class Chunk:
             y = b.v.astype(dt) if b.v.dtype != dt else b.v
             r = _fix(np.where(y < x, y, x) if which == "min" else np.where(y > x, y, x))
             cst = acc.const and b.const
+            deps = _union(acc.deps, b.deps)
+            n0 = len(self.ops)
             if self.recording and not cst and self.mask is not EMPTY:
                 if acc.v.dtype != dt and not acc.const:
                     self._cvt(acc, dt, line)
                 if b.v.dtype != dt and not b.const:
                     self._cvt(b, dt, line)
-                self._rec((which, _cost_dtype(dt)), line, _union(acc.deps, b.deps))
-            acc = V(r, (), cst)
+                self._rec((which, _cost_dtype(dt)), line, deps)
+            acc = V(r, self._out(deps, n0), cst)
         return acc
 
     def builtin_abs(self, a, line) -> V:
@@ -675,9 +788,10 @@ class Chunk:
         t = a.v.dtype
         x = a.v.astype(I64) if t.kind == "b" else a.v
         r = _fix(np.abs(x))
+        n0 = len(self.ops)
         if self.recording and not a.const and self.mask is not EMPTY:
             self._rec(("abs", _cost_dtype(r.dtype)), line, a.deps)
-        return V(r, (), a.const)
+        return V(r, self._out(a.deps, n0), a.const)
 
     def builtin_round(self, a, nd, line) -> V:
         a = self._val(a, line)
@@ -686,11 +800,12 @@ class Chunk:
         else:
             nd = int(self._val(nd, line).v)
             r = _fix(np.round(a.v, nd))
+        n0 = len(self.ops)
         if self.recording and not a.const and self.mask is not EMPTY and a.v.dtype.kind == "f":
             self._rec(("round", _cost_dtype(a.v.dtype)), line, a.deps)
             if nd is None:
-                self._rec(("cvt", short(a.v.dtype), "i64"), line)
-        return V(r, (), a.const)
+                self._rec(("cvt", short(a.v.dtype), "i64"), line, self._out(a.deps, n0))
+        return V(r, self._out(a.deps, n0), a.const)
 
     def math(self, fn, args, line) -> V:
         spec = _MATH.get(fn)
@@ -704,6 +819,10 @@ class Chunk:
         ct = F32 if all(d == F32 for d in dts) else F64
         cst = all(v.const for v in vs)
         rec = self.recording and not cst and self.mask is not EMPTY
+        n0 = len(self.ops)
+        deps = ()
+        for v in vs:
+            deps = _union(deps, v.deps)
         xs = [v.v.astype(ct) if v.v.dtype != ct and (v.const or not rec) else
               (self._cvt(v, ct, line) if v.v.dtype != ct else v.v) for v in vs]
         r = impl(*xs)
@@ -714,11 +833,13 @@ class Chunk:
         elif ret == "bool":
             r = np.asarray(r, dtype=BOOL)
         r = _fix(r)
+        if fn in C_.NO_UNROLL_MATH and (rec or not self.recording):
+            self._no_unroll()
         if rec:
-            self._rec((fn, ct.name), line, _union(*[v.deps for v in vs]) if len(vs) > 1 else vs[0].deps)
+            self._rec((fn, ct.name), line, deps)
             if ret == "int":
-                self._rec(("cvt", short(ct), "i64"), line)
-        return V(r, (), cst)
+                self._rec(("cvt", short(ct), "i64"), line, self._out(deps, n0))
+        return V(r, self._out(deps, n0), cst)
 
     # ---- assignment -------------------------------------------------------------------------------------------
     def assign(self, old, new, name=None):
@@ -750,6 +871,11 @@ class Chunk:
     def func_begin(self, kind):
         f = Frame(self.mask, kind)
         self.frames.append(f)
+        if kind == "kernel" and self.recording:
+            line = self.ck.first_line
+            self._rec(("kernel_entry",), line)
+            for _ in range(self.L.param_words):
+                self._rec(("param",), line)
         return f
 
     def func_end(self, f, line):
@@ -773,22 +899,36 @@ class Chunk:
         self.mask = EMPTY
         self.n_returns += 1
         self.n_lost += 1
+        self._no_unroll()
 
     def live(self) -> bool:
         return self.mask is not EMPTY
 
     # ---- if / else ----------------------------------------------------------------------------------------------
-    def if_begin(self, c, line) -> IfState:
+    def if_begin(self, c, line, join=True, has_else=False) -> IfState:
+        """``if c:`` -- ``join``: code follows the ``if`` (the compiler opens a convergence region for a
+        lane-varying condition); ``has_else``: the statement has an else arm (the then arm jumps over it)."""
         st = IfState()
         m0 = self.mask
         st.entry = m0
+        st.join = False
+        st.has_else = has_else
+        st.line = line
         if m0 is EMPTY:
             st.mt = st.me = EMPTY
             return st
         c = self.truth(c, line)
-        if self.recording and not c.const:
-            self._rec(("branch",), line, c.deps)
         cv = c.v
+        if self.recording and not c.const:
+            varying = type(cv) is np.ndarray and cv.shape[-1] != 1
+            if varying and join:
+                st.join = True
+                self._rec(("if_varying",), line, c.deps)
+            elif join:
+                self._rec(("branch",), line, c.deps)
+            else:
+                self._rec(("branch_exit",) if len(self.frames) == 1 and self.loop_depth == 0 else ("branch",),
+                          line, c.deps)
         if type(cv) is not np.ndarray:
             if cv:
                 st.mt, st.me = m0, EMPTY
@@ -804,11 +944,6 @@ class Chunk:
             st.mt, st.me = m0, EMPTY
             return st
         st.mt, st.me = mt, me
-        if self.recording:
-            rt_, re_ = self.rows[self._row_of(mt)], self.rows[self._row_of(me)]
-            div = (rt_ > 0) & (re_ > 0)
-            if div.any():
-                self._rec_row(("diverge",), line, np.where(div, self.rows[self._row_of(m0)], 0).astype(np.uint8))
         return st
 
     def if_then(self, st) -> bool:
@@ -819,6 +954,8 @@ class Chunk:
 
     def if_else(self, st) -> bool:
         st.tend = self.mask if st.mt is not EMPTY else EMPTY
+        if st.has_else and st.tend is not EMPTY and self.recording and st.me is not EMPTY:
+            self._rec(("branch",), st.line)          # the then arm jumps over the else arm
         if st.me is EMPTY:
             return False
         self.mask = st.me
@@ -834,6 +971,8 @@ class Chunk:
                 # kernel top level, outside loops: lanes can only have left through a kernel return
                 self.base = new
             self.mask = new
+        if st.join and self.recording and self.mask is not EMPTY:
+            self._rec(("join",), st.line)
 
     def ifexp(self, c, fa, fb, line) -> V:
         """``a if c else b``: each arm is evaluated for the lanes that select it, then merged (SEL)."""
@@ -880,13 +1019,42 @@ class Chunk:
             self.mask = m0
         if a.v.dtype == BOOL and b.v.dtype == BOOL:
             r = (cv & b.v) if is_and else (cv | b.v)
+            deps = _union(ta.deps, b.deps)
+            n0 = len(self.ops)
             if self.recording:
-                self._rec(("shortcircuit",), line, _union(ta.deps, b.deps))
-            return V(_fix(r), (), False)
+                self._rec(("shortcircuit",), line, deps)
+            return V(_fix(r), self._out(deps, n0), False)
         return self.select_value(ta, b, a, line) if is_and else self.select_value(ta, a, b, line)
 
     # ---- loops ------------------------------------------------------------------------------------------------
-    def loop_begin(self, line) -> LoopState:
+    # A loop with a runtime trip count keeps a LoopRecord of the ops each iteration recorded; ``unroll_loops``
+    # later rewrites innermost ones the way LLVM's runtime unrolling does.  A loop whose condition varies
+    # across the lanes of a warp and that has code after it opens a convergence region (BSSY ... BSYNC).
+
+    def _no_unroll(self) -> None:
+        """Something in the open loops' bodies stops LLVM from runtime-unrolling them (a barrier, a warp-level
+        collective, break / continue / return)."""
+        for r in self._open_loops:
+            r.eligible = False
+
+    def _collective(self) -> None:
+        self._no_unroll()
+
+    def _open_loop(self, st, kind: str, eligible: bool, setup_key, line) -> None:
+        """Start the LoopRecord of a loop with a runtime trip count (an enclosing one is then not innermost)."""
+        for r in self._open_loops:
+            r.eligible = False
+        rec = LoopRecord(kind, st.used, eligible)
+        if st.varying and st.join:
+            self._rec(("loop_region",), line)
+        if setup_key is not None:
+            rec.setup = self._rec_span(setup_key, line)
+        st.rec = rec
+        self._open_loops.append(rec)
+
+    def loop_begin(self, line, countable=False, join=True) -> LoopState:
+        """A ``while`` loop: ``countable`` -- the compiler can compute its trip count (``while i < n: ... i +=
+        step``), so it is a candidate for runtime unrolling; ``join``: code follows the loop."""
         self.loop_depth += 1
         st = LoopState()
         st.entry = self.mask
@@ -896,6 +1064,13 @@ class Chunk:
         st.iter_mask = None
         st.nlost = 0
         st.div = None
+        st.rec = None
+        st.used = True
+        st.countable = countable
+        st.join = join
+        st.varying = False
+        st.mark = len(self.ops)
+        st.tested = False
         return st
 
     def _loop_cond(self, st, cv) -> bool:
@@ -918,10 +1093,6 @@ class Chunk:
                 if ex is not EMPTY:
                     st.exited = m_or(st.exited, ex)
                     self.mask = mt
-                    if self.recording:
-                        r1, r0 = self.rows[self._row_of(mt)], self.rows[self._row_of(ex)]
-                        d = (r1 > 0) & (r0 > 0)
-                        st.div = d if st.div is None else (st.div | d)
                 ok = True
         st.iter_mask = self.mask
         st.nlost = self.n_lost
@@ -931,11 +1102,27 @@ class Chunk:
         if self.mask is EMPTY:
             return False
         c = self.truth(c, line)
+        rec = None
+        ctl = list(range(st.mark, len(self.ops)))       # the test's compare ...
         if self.recording and not c.const:
-            self._rec(("branch",), line, c.deps)
-        return self._loop_cond(st, c.v)
+            if not st.tested:
+                st.varying = type(c.v) is np.ndarray and c.v.shape[-1] != 1
+                self._open_loop(st, "while", st.countable, ("while_setup",) if st.countable else None, line)
+            rec = st.rec
+            ctl += self._rec_span(("branch",), line, c.deps)    # ... and branch
+        st.tested = True
+        ok = self._loop_cond(st, c.v)
+        if rec is not None:
+            if ok:
+                rec.iters.append([ctl[0] if ctl else len(self.ops), None, ctl])
+            else:
+                rec.final = ctl
+        return ok
 
     def loop_next(self, st) -> None:
+        if st.rec is not None and st.rec.iters and st.rec.iters[-1][1] is None:
+            st.rec.iters[-1][1] = len(self.ops)
+        st.mark = len(self.ops)
         if self.n_lost == st.nlost and st.iter_mask is not None:
             self.mask = st.iter_mask
             st.cont = EMPTY
@@ -950,12 +1137,17 @@ class Chunk:
             self.mask = st.entry
         else:
             self.mask = m_or(st.exited, st.broken)
-        if st.div is not None and self.recording and st.div.any() and st.entry is not EMPTY:
-            m = self.mask
-            self.mask = st.entry
-            self._rec_row(("diverge",), line,
-                          np.where(st.div, self.rows[self._row_of(st.entry)], 0).astype(np.uint8))
-            self.mask = m
+        rec = st.rec
+        if rec is not None:
+            self._open_loops.remove(rec)
+            if rec.iters and rec.iters[-1][1] is None:
+                rec.iters[-1][1] = len(self.ops)
+            self._loops.append(rec)
+            if st.varying and st.join and self.recording and st.entry is not EMPTY:
+                m = self.mask
+                self.mask = st.entry
+                self._rec(("join",), line)
+                self.mask = m
 
     def brk(self, st) -> None:
         if self.mask is EMPTY:
@@ -963,16 +1155,21 @@ class Chunk:
         st.broken = m_or(st.broken, self.mask)
         self.mask = EMPTY
         self.n_lost += 1
+        self._no_unroll()
 
     def cont(self, st) -> None:
         if self.mask is EMPTY:
             return
         st.cont = m_or(st.cont, self.mask)
         self.mask = EMPTY
+        self._no_unroll()
         # lanes that continue rejoin at the next iteration: not lost for the loop
 
-    def range_begin(self, a, b, c, line) -> LoopState:
-        st = self.loop_begin(line)
+    def range_begin(self, a, b, c, line, used=True, join=True) -> LoopState:
+        """``for v in range(a, b, c)`` -- ``used``: the body reads ``v`` (numba's iterator then also advances
+        the value); ``join``: code follows the loop."""
+        st = self.loop_begin(line, False, join)
+        st.used = used
         a = self._val(a, line)
         b = self._val(b, line)
         c = const(1) if c is None else self._val(c, line)
@@ -987,6 +1184,13 @@ class Chunk:
         st.counter = V(a.v.astype(I64) if a.v.dtype != I64 else a.v, a.deps, st.unrolled)
         st.stop = b
         st.step = V(c.v.astype(I64) if c.v.dtype != I64 else c.v, c.deps, c.const)
+        if self.recording and not st.unrolled and self.mask is not EMPTY:
+            st.varying = any(type(v.v) is np.ndarray and v.v.shape[-1] != 1 for v in (a, b, c))
+            deps = _union(_union(a.deps, b.deps), c.deps)
+            self._rec(("range_setup",), line, deps)
+            if not c.const:
+                self._rec(("range_setup_div",), line, deps)
+            self._open_loop(st, "range", True, ("unroll_setup",), line)
         return st
 
     def range_test(self, st, line) -> bool:
@@ -997,35 +1201,41 @@ class Chunk:
             cv = _fix(cnt < stop) if step > 0 else _fix(cnt > stop)
         else:
             cv = np.where(step > 0, cnt < stop, cnt > stop)
-        if self.recording and not st.unrolled:
-            self._rec(("loop_test",), line, _union(st.counter.deps, st.stop.deps))
-        return self._loop_cond(st, cv)
+        ok = self._loop_cond(st, cv)
+        if ok and st.rec is not None:
+            st.rec.iters.append([len(self.ops), None, []])
+            self._rec(("range_iter", st.used), line)
+        return ok
 
     def range_next(self, st, line) -> None:
         self.loop_next(st)
         if self.mask is EMPTY:
             return
-        if self.recording and not st.unrolled:
-            self._rec(("loop_inc",), line)
+        if st.rec is not None:
+            it = st.rec.iters[-1]
+            it[2] = self._rec_span(("loop_counter",), line) + self._rec_span(("loop_branch",), line)
+            it[1] = len(self.ops)
+            st.mark = len(self.ops)
         st.counter = V(_fix(st.counter.v + st.step.v), (), st.unrolled)
 
     # ---- special registers ------------------------------------------------------------------------------------
     def sreg(self, name, dim, line) -> V:
+        """A special register: %tid/%ctaid/%laneid (S2R), %ntid/%nctaid (constant bank); read once per kernel."""
         if name == "tid":
             v = self.L.tid[dim]
         elif name == "ctaid":
             v = self.ctaid[dim]
         elif name == "ntid":
-            return V(np.int32(self.L.block[dim]), (), False)
+            v = np.int32(self.L.block[dim])
         elif name == "nctaid":
-            return V(np.int32(self.L.grid[dim]), (), False)
+            v = np.int32(self.L.grid[dim])
         elif name == "laneid":
             v = self.L.laneid
         else:  # pragma: no cover
             raise self._err(UnsupportedConstruct, f"special register {name}", line)
         if self.recording and (name, dim) not in self._sreg_seen and self.mask is not EMPTY:
             self._sreg_seen.add((name, dim))
-            self._rec(("sreg",), line)
+            self._rec(("sreg", name), line)
         return V(v, (), False)
 
     def grid(self, n, line):
@@ -1033,13 +1243,18 @@ class Chunk:
         for d in range(n):
             t = self.sreg("tid", d, line).v
             b = self.sreg("ctaid", d, line).v
+            self.sreg("ntid", d, line)
             out.append(V(b.astype(I64) * self.L.block[d] + t, (), False))
         if self.recording and self.mask is not EMPTY:
             self._rec(("grid", n), line)
         return out[0] if n == 1 else tuple(out)
 
     def gridsize(self, n, line):
-        out = [V(np.int64(self.L.block[d] * self.L.grid[d]), (), False) for d in range(n)]
+        out = []
+        for d in range(n):
+            self.sreg("ntid", d, line)
+            self.sreg("nctaid", d, line)
+            out.append(V(np.int64(self.L.block[d] * self.L.grid[d]), (), False))
         if self.recording and self.mask is not EMPTY:
             self._rec(("gridsize", n), line)
         return out[0] if n == 1 else tuple(out)
@@ -1094,8 +1309,13 @@ class Chunk:
             base = obj.parent if isinstance(obj, SubArray) else obj
             rt = base.space == "global" or base.space == "const"
             if name == "shape":
-                return tuple(V(np.int64(s), (), not rt) for s in obj.shape)
+                if not rt:
+                    return tuple(V(np.int64(s), (), True) for s in obj.shape)
+                off = len(obj.prefix) if isinstance(obj, SubArray) else 0
+                return Shape(tuple(V(np.int64(s), (), False) for s in obj.shape), base, off)
             if name == "size":
+                if rt:
+                    self._field((base.key, "size"), line)
                 return V(np.int64(int(np.prod(obj.shape, dtype=np.int64))), (), not rt)
             if name == "ndim":
                 return const(obj.ndim)
@@ -1111,17 +1331,21 @@ class Chunk:
         raise self._err(UnsupportedConstruct, f"attribute .{name} of {type(obj).__name__}", line)
 
     def length(self, obj, line) -> V:
-        if type(obj) is tuple:
+        if isinstance(obj, tuple):
             return const(len(obj))
         if isinstance(obj, (ArrayRef, SubArray)):
-            return self.attr(obj, "shape", line)[0]
+            return self.getitem(self.attr(obj, "shape", line), const(0), line)
         raise self._err(UnsupportedConstruct, f"len() of {type(obj).__name__}", line)
 
     def unpack(self, obj, n, line):
-        if type(obj) is not tuple:
+        if not isinstance(obj, tuple):
             raise self._err(UnsupportedConstruct, f"unpacking {type(obj).__name__} (only tuples unpack)", line)
         if len(obj) != n:
             raise self._err(CompileError, f"cannot unpack {len(obj)} values into {n} names", line)
+        if type(obj) is Shape:
+            for k in range(n):
+                self._field((obj.arr.key, "shape", obj.off + k), line)
+            return tuple(obj)
         return obj
 
     # ---- indexing --------------------------------------------------------------------------------------------------
@@ -1134,14 +1358,17 @@ class Chunk:
         return arr, idx
 
     def getitem(self, obj, idx, line):
-        if type(obj) is tuple:
+        if isinstance(obj, tuple):
             i = self._val(idx, line)
             if not i.const or i.v.dtype.kind not in "iu":
                 raise self._err(UnsupportedConstruct, "indexing a tuple with a runtime value", line)
             try:
-                return obj[int(i.v)]
+                r = obj[int(i.v)]
             except IndexError:
                 raise self._err(CompileError, f"tuple index {int(i.v)} out of range", line) from None
+            if type(obj) is Shape:
+                self._field((obj.arr.key, "shape", obj.off + int(i.v) % len(obj)), line)
+            return r
         if isinstance(obj, (ArrayRef, SubArray)):
             arr, idx = self._norm_idx(obj, idx, line)
             if any(type(i) is slice for i in idx):
@@ -1180,9 +1407,9 @@ class Chunk:
                 raise self._err(CompileError, f"array index must be an integer, not {iv.dtype}", line)
             dim = arr.shape[k]
             if not ix.const:
-                runtime.append(ix)
+                runtime.append((k, ix))
                 deps = _union(deps, ix.deps)
-                if kd == "i":
+                if kd == "i" and not ix.nn:
                     nwrap += 1
             vals.append(iv)
             if type(iv) is not np.ndarray:
@@ -1253,20 +1480,53 @@ class Chunk:
         raise OutOfBounds(msg, file=self.ck.file, line=line, kernel=self.ck.name,
                           block=L.block_of(self.first + c), thread=L.thread_of(p))
 
-    def _rec_index(self, arr, runtime, nwrap, deps, line):
-        """Record the index arithmetic of an access unless the same address was computed already."""
+    def _rec_index(self, arr, runtime, nwrap, deps, line) -> tuple:
+        """Record the index arithmetic of an access (unless the same address was computed already) and return
+        the scoreboard deps the memory op inherits from it: the last index op when the index waits for a load
+        (pointer chasing), else none."""
+        if arr.space in ("global", "const"):
+            if arr.space == "global":
+                self._field("desc", line)
+            self._field((arr.key, "data"), line)
+        elif arr.space == "shared" and "shared" not in self._fields_seen and self.recording \
+                and self.mask is not EMPTY:
+            self._fields_seen.add("shared")
+            self._rec(("shared_base",), line)
         if not runtime:
-            return
-        key = (arr.key, tuple(v.key() for v in runtime), self.mask.sid)
-        if key in self._addr_cse:
-            return
+            return ()
+        # address arithmetic is a pure function of the index values: computed once, hoisted and reused by
+        # later accesses whatever their mask (the compiler's CSE and loop-invariant code motion)
+        key = (arr.key, tuple(v.key() for _, v in runtime))
+        hit = self._addr_cse.get(key)
+        if hit is not None:
+            return (hit,) if deps and hit >= 0 else deps
         if len(self._addr_cse) > 4096:
             self._addr_cse.clear()
-        self._addr_cse[key] = True
-        for _ in range(nwrap):
-            self._rec(("index_wrap",), line, deps)
-        kind = "index_addr_shared" if arr.space == "shared" else "index_addr"
-        self._rec((kind, arr.ndim), line, deps if not nwrap else ())
+        n0 = len(self.ops)
+        glob = arr.space in ("global", "const")
+        last = arr.ndim - 1
+        for k, v in runtime:
+            wk = (v.key(), arr.key, k)
+            if v.v.dtype.kind == "i" and not v.nn and wk not in self._wraps_seen:   # negative-index wraparound
+                self._wraps_seen.add(wk)
+                if not glob:
+                    self._rec(("index_wrap_const",), line, deps)
+                else:
+                    self._field((arr.key, "shape", k), line)
+                    sk = v.key()
+                    self._rec(("index_wrap_cse",) if sk in self._signs_seen else ("index_wrap",), line, deps)
+                    self._signs_seen.add(sk)
+            if k != last:                                 # a leading dimension: index * row stride
+                space = "global" if glob else "shared"
+                rk = (arr.key, k, v.key())
+                if rk not in self._row_cse:
+                    self._row_cse.add(rk)
+                    self._rec(("index_row_hi", space), line, deps)
+                self._rec(("index_row", space), line, deps)
+        self._rec(("index_addr", 1) if glob else ("index_addr_shared", 1), line, deps)
+        hit = len(self.ops) - 1 if len(self.ops) > n0 else -1
+        self._addr_cse[key] = hit
+        return (hit,) if deps and hit >= 0 else deps
 
     # ---- memory summaries ------------------------------------------------------------------------------------------
     def _lane_shape(self, flat):
@@ -1308,11 +1568,11 @@ class Chunk:
         self._mem_cache[key] = (acc, off)
         return acc
 
-    def _mem_compute(self, arr, flat):
+    def _mem_compute(self, arr, flat, isz=None):
         m = self.mask
         c = self._lane_shape(flat)
         P = self.P
-        isz = arr.itemsize
+        isz = arr.itemsize if isz is None else isz
         sp = arr.space
         if sp == "local":
             c = self.C
@@ -1372,11 +1632,40 @@ class Chunk:
             val = st.reshape(-1)[self._lin(arr, flat)]
         if not self.recording:
             return V(val, (), False)
-        self._rec_index(arr, runtime, nwrap, deps, line)
-        mem = self._mem(arr, flat)
+        vkey = self._vector_key(arr, runtime) if sp == "shared" else None
+        if vkey is not None:
+            hit = self._vec_loads.get(vkey)
+            if hit is not None:                   # this element came with an earlier vector load
+                return V(val, (hit,), False)
+        adeps = self._rec_index(arr, runtime, nwrap, deps, line)
         space = {"global": "global", "const": "const", "shared": "shared", "local": "local"}[sp]
-        oi = self._rec_op(OpKind.LOAD, Pipe.LSU, C_.mem_label("load", space, arr.itemsize), line, (), mem)
+        if vkey is not None:
+            per = C_.SHARED_VECTOR_BYTES // arr.itemsize
+            mem = self._mem_compute(arr, flat - (self._last_parts[1] % per), C_.SHARED_VECTOR_BYTES)
+            label = C_.mem_label("load", space, C_.SHARED_VECTOR_BYTES)
+        else:
+            mem = self._mem(arr, flat)
+            label = C_.mem_label("load", space, arr.itemsize)
+        oi = self._rec_op(OpKind.LOAD, Pipe.LSU, label, line, adeps, mem)
+        if vkey is not None:
+            self._vec_loads[vkey] = oi
         return V(val, (oi,), False)
+
+    def _vector_key(self, arr, runtime):
+        """Key of the 16-byte group of a shared-memory load that LLVM's load/store vectorizer merges with its
+        neighbours (``LDS.128``), or None.  Loads ``a[i, c]`` with lane-varying leading indices whose row offset
+        is a multiple of 16 bytes and constant trailing indices (a fully unrolled loop over c: matmul_tiled's
+        ``sA[ty, k]``, 4 LDS.128 per tile instead of 16 LDS) fall into aligned 16-byte groups; a store to the
+        array, a barrier or another mask ends the straight-line region the vectorizer sees."""
+        isz = arr.itemsize
+        if isz >= C_.SHARED_VECTOR_BYTES or arr.offset % C_.SHARED_VECTOR_BYTES or not runtime:
+            return None
+        last = arr.ndim - 1
+        for k, _ in runtime:
+            if k == last or (arr.el_strides[k] * isz) % C_.SHARED_VECTOR_BYTES:
+                return None
+        akey, sc = self._last_parts
+        return (arr.key, akey, (sc * isz) // C_.SHARED_VECTOR_BYTES, self.mask.sid)
 
     def store(self, arr, idx, value, line) -> None:
         m = self.mask
@@ -1408,9 +1697,12 @@ class Chunk:
             self._scatter(arr.flatview if sp == "shared" else arr.storage.reshape(-1), lin, vv, m)
         if not rec:
             return
-        self._rec_index(arr, runtime, nwrap, deps, line)
+        if sp == "shared" and self._vec_loads:
+            self._vec_loads.clear()
+        adeps = self._rec_index(arr, runtime, nwrap, deps, line)
         mem = self._mem(arr, flat)
-        self._rec_op(OpKind.STORE, Pipe.LSU, C_.mem_label("store", sp, arr.itemsize), line, value.deps, mem)
+        self._rec_op(OpKind.STORE, Pipe.LSU, C_.mem_label("store", sp, arr.itemsize), line,
+                     _union(value.deps, adeps), mem)
 
     def _scatter(self, dst, pos, vals, m: Mask):
         """dst[pos] = vals on the active lanes, later lanes (thread order) winning on equal positions."""
@@ -1480,14 +1772,16 @@ class Chunk:
             res = arr.dtype.type(0)
         if not self.recording:
             return V(res, (), False)
-        self._rec_index(arr, runtime, nwrap, deps, line)
+        adeps = self._rec_index(arr, runtime, nwrap, deps, line)
+        n0 = len(self.ops)
+        vdeps = adeps
+        for v in vals:
+            vdeps = _union(vdeps, v.deps)
         for v in vals:
             if v.v.dtype != arr.dtype and not v.const:
                 self._cvt(v, arr.dtype, line)
+        vdeps = _union(adeps, self._out(vdeps, n0))
         mem = self._mem(arr, flat)
-        vdeps = ()
-        for v in vals:
-            vdeps = _union(vdeps, v.deps)
         sp = "shared" if arr.space == "shared" else ("global" if used else "global_red")
         opname = {"and_": "and", "or_": "or", "cas": "cas", "exch": "exch"}.get(op, op)
         oi = self._rec_op(OpKind.ATOMIC, Pipe.LSU, C_.mem_label("atomic", sp, arr.itemsize, opname), line,
@@ -1519,6 +1813,8 @@ class Chunk:
                     "branch or loop: on hardware it deadlocks or misbehaves)",
                     file=self.ck.file, line=line, kernel=self.ck.name, block=L.block_of(self.first + c),
                     thread=L.thread_of(p_in))
+        self._no_unroll()                            # a barrier is convergent: its loop is not unrolled
+        self._vec_loads.clear()
         if self.recording:
             pipe, n, label = C_.cost(("barrier",))[0]
             ri = self._row_of(m)
@@ -1542,6 +1838,8 @@ class Chunk:
 
     def simple(self, key, line) -> None:
         """An instruction with no functional effect in lockstep (syncwarp, threadfence)."""
+        if key == ("syncwarp",):
+            self._collective()
         if self.recording and self.mask is not EMPTY:
             self._rec(key, line)
 
@@ -1565,13 +1863,16 @@ class Chunk:
             src = (lane ^ av) % WARP
         src = np.broadcast_to(src, (self.C, self.wpc, WARP))
         r = np.take_along_axis(self._warp_view(v.v), src, axis=2).reshape(self.C, self.P)
-        dep = ()
+        deps = _union(v.deps, a.deps)
+        n0 = len(self.ops)
+        self._collective()
         if self.recording and self.mask is not EMPTY:
-            self._rec(("warp_shuffle",), line, _union(v.deps, a.deps))
-        return V(r, dep, False)
+            self._rec(("warp_shuffle",), line, deps)
+        return V(r, self._out(deps, n0), False)
 
     def vote(self, kind, mask, pred, line) -> V:
         m = self.mask
+        self._collective()
         act = np.ones((self.C, self.P), bool) if m.a is None else np.broadcast_to(m.a, (self.C, self.P))
         if m is EMPTY:
             act = np.zeros((self.C, self.P), bool)
@@ -1626,9 +1927,112 @@ class Chunk:
             return self.math("cbrt", args, line)
         else:  # pragma: no cover
             raise self._err(UnsupportedConstruct, f"cuda.{name}", line)
+        n0 = len(self.ops)
         if self.recording and not x.const and self.mask is not EMPTY:
             self._rec(key, line, x.deps)
-        return V(_fix(r), (), x.const)
+        return V(_fix(r), self._out(x.deps, n0), x.const)
+
+
+def _disjoint(store, load) -> bool:
+    """A store and a load in different memory spaces (shared vs global/local) cannot alias."""
+    sm, lm = store.mem, load.mem
+    return sm is not None and lm is not None and (sm.space == Space.SHARED) != (lm.space == Space.SHARED)
+
+
+# ---- runtime loop unrolling, as LLVM compiles it -------------------------------------------------------------
+
+def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = None) -> tuple[list, list]:
+    """Rewrite the ops of innermost runtime loops the way LLVM's runtime unrolling compiles them.
+
+    Per loop execution (``LoopRecord``) that is eligible, consecutive iterations are grouped by ``factor``
+    (``costs.LOOP_UNROLL_FACTOR``); the last ``trip % factor`` iterations stay single (the remainder loop).
+    In a group, the trip test and back-edge branch of all but one iteration disappear (a ``range`` loop keeps
+    the last iteration's branch, and its counter test only when the body reads the loop variable; a ``while``
+    loop keeps its first test).  Then, as ptxas schedules the unrolled body, every load of the group moves up as
+    far as it may -- never above an op it depends on (deps are transitive through ALU ops: a pointer chase's
+    address depends on the previous load), a store to the same kind of memory (a global load may pass a shared
+    store: different address spaces cannot alias), an atomic or barrier, a branch of an inner ``if``, or an
+    earlier load (loads keep their order) -- so a warp has up to ``factor`` loads in flight.  Ineligible loops lose their
+    unroll set-up ops.  Scoreboard deps are remapped to the new positions (a dep on a removed op becomes that op's
+    own deps).  Runs at table-build time, when no runtime value holds op indices any more.
+    """
+    U = C_.LOOP_UNROLL_FACTOR if factor is None else factor
+    n = len(ops)
+    drop = bytearray(n)
+    regions = []
+    for rec in loops:
+        if not rec.eligible or U <= 1:
+            for i in rec.setup:
+                drop[i] = 1
+            if rec.kind == "range":           # not unrolled: the iterator's compare decides, no counter
+                for it in rec.iters:
+                    for i in it[2][:-1]:
+                        drop[i] = 1
+            continue
+        iters = [it for it in rec.iters if it[1] is not None]
+        for g in range(len(iters) // U):
+            grp = iters[g * U:(g + 1) * U]
+            for j, (_, _, ctl) in enumerate(grp):
+                if rec.kind == "range":
+                    gone = ctl if j < U - 1 else (ctl[:-1] if not rec.used else [])
+                else:
+                    gone = ctl if j > 0 else []
+                for i in gone:
+                    drop[i] = 1
+            regions.append((grp[0][0], grp[-1][1]))
+    if not regions and not any(drop):
+        return ops, op_rows
+    # deps of removed ops, resolved to kept ones
+    resolved: dict[int, tuple] = {}
+
+    def res(deps):
+        out = set()
+        for d in deps:
+            if drop[d]:
+                out.update(resolved[d])
+            else:
+                out.add(d)
+        return out
+
+    for i in range(n):
+        if drop[i]:
+            resolved[i] = tuple(res(ops[i].deps))
+    blocking = (OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.BARRIER, OpKind.MMA, OpKind.ASYNC_COPY,
+                OpKind.ASYNC_WAIT)
+    order = []
+    pos = 0
+    for a, b in sorted(regions):
+        order.extend(i for i in range(pos, a) if not drop[i])
+        out: list = []
+        for i in range(a, b):
+            if drop[i]:
+                continue
+            op = ops[i]
+            if op.kind != OpKind.LOAD:
+                out.append(i)
+                continue
+            need = res(op.deps)
+            k = len(out)
+            while k > 0:
+                prev = ops[out[k - 1]]
+                if out[k - 1] in need or prev.pipe == Pipe.BRANCH:
+                    break
+                if prev.kind in blocking and not (prev.kind == OpKind.STORE and _disjoint(prev, op)):
+                    break
+                k -= 1
+            out.insert(k, i)
+        order.extend(out)
+        pos = b
+    order.extend(i for i in range(pos, n) if not drop[i])
+    new_index = {old: k for k, old in enumerate(order)}
+    new_ops = []
+    for k, old in enumerate(order):
+        op = ops[old]
+        if op.deps:
+            nd = tuple(sorted(new_index[d] for d in res(op.deps)))
+            op.deps = nd
+        new_ops.append(op)
+    return new_ops, [op_rows[i] for i in order]
 
 
 # ---- atomics: exact sequential semantics per address, in thread order -------------------------------------------
