@@ -100,6 +100,8 @@ class L2Spec:
     bytes_per_clk_per_slice: float
     write_back: bool
     atomic_latency_cycles: int
+    capacity_fraction: float = 1.0  # share of size_bytes that holds distinct lines (H100: far-partition
+                                    # accesses keep a second copy near the SM, so less than all of it)
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ class MemorySystem:
         # --- L2 ---
         self.n_slices = l2.slices
         self.l2_sets = [OrderedDict() for _ in range(l2.slices)]
-        self.l2_capacity = max(1, l2.size_bytes // l2.line_bytes // l2.slices)
+        self.l2_capacity = max(1, int(l2.size_bytes * l2.capacity_fraction) // l2.line_bytes // l2.slices)
         self.slice_free = [0.0] * l2.slices
         self.sector_cycles = l2.sector_bytes / l2.bytes_per_clk_per_slice
         self.sm_partition = sm_partition
