@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gpusim import cuda
+from gpusim.cuda import costs as C_
 from gpusim.cuda import trace_launch
 from gpusim.cuda.memory import coalesce_rows, shared_rows
 from gpusim.trace import OpKind, Space, coalesce_global, shared_access
@@ -220,8 +221,13 @@ def test_register_estimate_grows_with_live_values():
     tr6 = run(k_regs6, 1, 32, a, out)
     r6 = tr6.regs_per_thread
     assert r1 < r3 < r6
-    assert r3 - r1 == 4 and r6 - r3 == 6          # each float64 accumulator live across the loop: 2 registers
-    assert tr6.meta["registers"]["estimate"] == r6
+    live = [run(k, 1, 32, a, out).meta["registers"]["live_variables"] for k in (k_regs1, k_regs3)]
+    live.append(tr6.meta["registers"]["live_variables"])
+    assert live[1] - live[0] == 4 and live[2] - live[1] == 6   # each float64 accumulator: 2 words
+    info = tr6.meta["registers"]
+    assert info["estimate"] == r6
+    assert r6 == round(C_.REGISTERS_BASE + sum(w * info[k] for k, w in C_.REGISTERS_WEIGHTS.items()))
+    assert info["unrolled_loads_in_flight"] == 3 * 2         # a[k] is loaded once per iteration (GVN)
     assert run(k_regs6, 1, 32, a, out, max_registers=40).regs_per_thread == 40
 
 

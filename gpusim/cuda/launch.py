@@ -111,22 +111,24 @@ def _scalar_param_bytes(args) -> int:
 
 
 def _registers(ck, L, args) -> tuple[int, dict]:
+    """The register estimate and its terms (see the module docstring and ``costs.REGISTERS_*``)."""
     widths = {}
     for name, a in zip(ck.params, args):
         if isinstance(a, R.GlobalArray):
-            widths[name] = 2
-        elif isinstance(a, R.V):
-            widths[name] = 2 if a.v.dtype.itemsize == 8 else 1
+            widths[name] = 0                 # data pointer and shape live in the constant bank
         else:
-            widths[name] = 2 * len(a) if isinstance(a, tuple) else 1
+            widths[name] = 0                 # scalar parameters too: instructions read c[0x0][...] operands
     for name, isz in L.var_dtypes.items():
-        widths.setdefault(name, 2 if isz == 8 else 1)
+        if name in widths:
+            continue
+        # a variable only ever assigned compile-time constants folds into immediates
+        widths[name] = (2 if isz == 8 else 1) if name in L.var_runtime else 0
 
     def peak(live):
         n = live["n_pos"] + 2
         acc = np.zeros(n + 1, np.int64)
         for name, (lo, hi) in live["ranges"].items():
-            w = widths.get(name, 1)
+            w = widths.get(name, 0)          # globals (modules, constants) and dead loop variables: none
             acc[lo] += w
             acc[hi + 1] -= w
         return int(np.cumsum(acc).max()) if n else 0
@@ -140,13 +142,19 @@ def _registers(ck, L, args) -> tuple[int, dict]:
     for s in ck.local_slots:
         if s.index not in L.local_runtime_slots:
             local_regs += int(np.prod(s.shape)) * max(1, s.dtype.itemsize // 4)
-    est = C_.REGISTERS_BASE + main + dev + temps + local_regs
-    est = int(min(max(est, 16), 255))
-    info = {"estimate": est, "base": C_.REGISTERS_BASE, "max_live_variables": main, "device_functions": dev,
-            "expression_temporaries": temps, "local_arrays_in_registers": local_regs,
-            "method": "base + peak live-variable registers over the kernel's statements (64-bit values count 2, "
-                      "array pointers 2) + deepest expression (Sethi-Ullman) + constant-indexed local arrays "
-                      "+ inlined device functions' peak; clamped to [16, 255]"}
+    terms = {"live_variables": main, "device_functions": dev, "expression_temporaries": temps,
+             "local_arrays_in_registers": local_regs, "range_iterators": L.iter_words,
+             "unrolled_loads_in_flight": L.unroll_words, "math_scratch": L.math_regs}
+    w = C_.REGISTERS_WEIGHTS
+    est = C_.REGISTERS_BASE + sum(w.get(k, 1.0) * v for k, v in terms.items())
+    est = int(min(max(round(est), 16), 255))
+    info = {"estimate": est, "base": C_.REGISTERS_BASE, **terms,
+            "method": "base + weighted terms (costs.REGISTERS_WEIGHTS): peak live-variable registers over the "
+                      "kernel's statements (64-bit values 2, array parameters and compile-time constants 0), "
+                      "deepest expression (Sethi-Ullman), numba's range iterators (count + value), load results "
+                      "in flight in runtime-unrolled loops, libdevice scratch, constant-indexed local arrays, "
+                      "inlined device functions' peak; clamped to [16, 255]",
+            "error": C_.REGISTERS_ERROR}
     return est, info
 
 
@@ -196,7 +204,7 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
         shared_bytes_per_cta=ck.shared_static_bytes + dyn, tables=tables, source_file=ck.file,
         source_lines=dict(ck.source_lines), local_bytes_per_thread=local_bytes, flops=float(flops),
         meta={"registers": info, "chunk_ctas": L.C, "shared_static_bytes": ck.shared_static_bytes,
-              "shared_dynamic_bytes": dyn, "costs": "gpusim/cuda/costs.py (initial estimates, uncalibrated)"})
+              "shared_dynamic_bytes": dyn, "costs": "gpusim/cuda/costs.py (calibrated against the H100 records)"})
     return tr
 
 

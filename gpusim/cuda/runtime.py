@@ -342,7 +342,7 @@ class LoopRecord:
     loop is unrolled (remainder computation); ``eligible``: the loop is innermost, has a runtime trip count and
     no barrier, warp-level collective, break, continue or return in its body."""
 
-    __slots__ = ("kind", "used", "eligible", "iters", "setup", "final")
+    __slots__ = ("kind", "used", "eligible", "iters", "setup", "final", "words")
 
     def __init__(self, kind: str, used: bool, eligible: bool):
         self.kind = kind
@@ -396,6 +396,11 @@ class Launch:
         self.local_runtime_slots: set = set()
         self.var_dtypes: dict = {}
         self.param_words = 0            # 8-byte words of scalar kernel parameters (read from the constant bank)
+        # facts for the register estimate (see launch._registers)
+        self.var_runtime: set = set()   # variables ever assigned a runtime value
+        self.iter_words = 0             # registers of the open range iterators at the deepest nesting
+        self.unroll_words = 0           # load results in flight in an unrolled group, beyond one iteration's
+        self.math_regs = 0              # scratch registers of the libdevice functions called
 
     def block_of(self, cta: int) -> tuple:
         gx, gy, _ = self.grid
@@ -448,8 +453,11 @@ class Chunk:
         self._row_cse: set = set()           # (array, dim, index value): high halves of a row offset
         self._addr_cse: dict = {}
         self._vec_loads: dict = {}           # shared-memory vector loads of the current straight-line region
+        self._load_cse: dict = {}            # loads since the last store / barrier, by element (redundant-load
+        #                                      elimination: LLVM's GVN reuses a loaded value, LICM hoists it)
         self._loops: list[LoopRecord] = []   # loop executions, for unroll_loops
         self._open_loops: list[LoopRecord] = []
+        self._iter_words = 0
         self._mem_cache: dict = {}
         self._last_parts = ((), 0)
         # memory
@@ -538,6 +546,7 @@ class Chunk:
         if not self.ops:
             return OpTable(self.first, self.C, self.wpc, [], np.zeros((0, self.n_warps), np.uint8))
         if self._loops:
+            self.L.unroll_words = max(self.L.unroll_words, unroll_pressure(self.ops, self._loops))
             self.ops, self.op_rows = unroll_loops(self.ops, self.op_rows, self._loops)
             self._loops = []
         ids = np.asarray(self.op_rows, dtype=np.int64)
@@ -835,6 +844,7 @@ class Chunk:
         r = _fix(r)
         if fn in C_.NO_UNROLL_MATH and (rec or not self.recording):
             self._no_unroll()
+        self.L.math_regs = max(self.L.math_regs, C_.MATH_REGISTERS.get(fn, 0))
         if rec:
             self._rec((fn, ct.name), line, deps)
             if ret == "int":
@@ -850,6 +860,8 @@ class Chunk:
                 isz = new.v.dtype.itemsize
                 if d.get(name, 0) < isz:
                     d[name] = isz
+                if not new.const:
+                    self.L.var_runtime.add(name)      # else a compile-time constant: no register
             m = self.mask
             if m is self.base or old is UNDEF or type(old) is not V:
                 return new
@@ -1045,6 +1057,9 @@ class Chunk:
         for r in self._open_loops:
             r.eligible = False
         rec = LoopRecord(kind, st.used, eligible)
+        rec.words = _iter_words(kind, st.used, eligible)
+        self._iter_words += rec.words
+        self.L.iter_words = max(self.L.iter_words, self._iter_words)
         if st.varying and st.join:
             self._rec(("loop_region",), line)
         if setup_key is not None:
@@ -1140,6 +1155,7 @@ class Chunk:
         rec = st.rec
         if rec is not None:
             self._open_loops.remove(rec)
+            self._iter_words -= rec.words
             if rec.iters and rec.iters[-1][1] is None:
                 rec.iters[-1][1] = len(self.ops)
             self._loops.append(rec)
@@ -1632,6 +1648,10 @@ class Chunk:
             val = st.reshape(-1)[self._lin(arr, flat)]
         if not self.recording:
             return V(val, (), False)
+        lkey = (arr.key, self._last_parts, self.mask.sid)
+        hit = self._load_cse.get(lkey)
+        if hit is not None:                       # the same element loaded before, no store since: reused (GVN)
+            return V(val, (hit,), False)
         vkey = self._vector_key(arr, runtime) if sp == "shared" else None
         if vkey is not None:
             hit = self._vec_loads.get(vkey)
@@ -1649,6 +1669,9 @@ class Chunk:
         oi = self._rec_op(OpKind.LOAD, Pipe.LSU, label, line, adeps, mem)
         if vkey is not None:
             self._vec_loads[vkey] = oi
+        if len(self._load_cse) > 4096:
+            self._load_cse.clear()
+        self._load_cse[lkey] = oi
         return V(val, (oi,), False)
 
     def _vector_key(self, arr, runtime):
@@ -1699,6 +1722,7 @@ class Chunk:
             return
         if sp == "shared" and self._vec_loads:
             self._vec_loads.clear()
+        self._load_cse.clear()                       # the store may alias any element loaded before
         adeps = self._rec_index(arr, runtime, nwrap, deps, line)
         mem = self._mem(arr, flat)
         self._rec_op(OpKind.STORE, Pipe.LSU, C_.mem_label("store", sp, arr.itemsize), line,
@@ -1773,6 +1797,8 @@ class Chunk:
         if not self.recording:
             return V(res, (), False)
         adeps = self._rec_index(arr, runtime, nwrap, deps, line)
+        self._load_cse.clear()
+        self._vec_loads.clear()
         n0 = len(self.ops)
         vdeps = adeps
         for v in vals:
@@ -1815,6 +1841,7 @@ class Chunk:
                     thread=L.thread_of(p_in))
         self._no_unroll()                            # a barrier is convergent: its loop is not unrolled
         self._vec_loads.clear()
+        self._load_cse.clear()
         if self.recording:
             pipe, n, label = C_.cost(("barrier",))[0]
             ri = self._row_of(m)
@@ -1840,6 +1867,7 @@ class Chunk:
         """An instruction with no functional effect in lockstep (syncwarp, threadfence)."""
         if key == ("syncwarp",):
             self._collective()
+        self._load_cse.clear()                       # fences and warp barriers order memory too
         if self.recording and self.mask is not EMPTY:
             self._rec(key, line)
 
@@ -1931,6 +1959,31 @@ class Chunk:
         if self.recording and not x.const and self.mask is not EMPTY:
             self._rec(key, line, x.deps)
         return V(_fix(r), self._out(x.deps, n0), x.const)
+
+
+def _iter_words(kind: str, used, countable: bool) -> int:
+    """32-bit registers of a loop's trip state: numba's range iterator keeps a 64-bit count and, when the body
+    reads the loop variable, a 64-bit value (32-bit when only narrowed arithmetic reads it); a countable
+    ``while`` keeps the 64-bit trip counter of its unrolled form."""
+    if kind == "range":
+        return 2 + (2 if used is True else (1 if used else 0))
+    return 2 if countable else 0
+
+
+def unroll_pressure(ops: list, loops: list, factor: int | None = None) -> int:
+    """Registers an unrolled loop body needs beyond one iteration's: the results of the loads of the other
+    ``factor - 1`` iterations, issued ahead of their uses (32-bit words; the most over the eligible loops).  The
+    code is compiled unrolled whatever the trip count, so one recorded iteration decides."""
+    U = C_.LOOP_UNROLL_FACTOR if factor is None else factor
+    best = 0
+    for rec in loops:
+        if not rec.eligible or not rec.iters or rec.iters[0][1] is None:
+            continue
+        a, b, _ = rec.iters[0]
+        words = sum(-(-ops[i].mem.bytes_per_lane // 4) for i in range(a, b)
+                    if ops[i].kind == OpKind.LOAD and ops[i].mem is not None)
+        best = max(best, (U - 1) * words)
+    return best
 
 
 def _disjoint(store, load) -> bool:
