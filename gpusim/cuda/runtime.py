@@ -44,6 +44,10 @@ _serial = itertools.count(1)
 #: reuse memory summaries of accesses that differ only by a uniform offset (see ``Chunk._mem``)
 MEM_CACHE = True
 
+#: rewrite innermost runtime loops as LLVM's runtime unrolling compiles them (``unroll_loops``); False keeps the
+#: ops as executed, iteration by iteration (tests and experiments)
+UNROLL = True
+
 #: most bytes of simulated shared + local memory one chunk may allocate (bounds chunk size)
 CHUNK_MEMORY_BYTES = 256 << 20
 
@@ -547,7 +551,8 @@ class Chunk:
             return OpTable(self.first, self.C, self.wpc, [], np.zeros((0, self.n_warps), np.uint8))
         if self._loops:
             self.L.unroll_words = max(self.L.unroll_words, unroll_pressure(self.ops, self._loops))
-            self.ops, self.op_rows = unroll_loops(self.ops, self.op_rows, self._loops)
+            if UNROLL:
+                self.ops, self.op_rows = unroll_loops(self.ops, self.op_rows, self._loops)
             self._loops = []
         ids = np.asarray(self.op_rows, dtype=np.int64)
         full_id = self.full.rid
