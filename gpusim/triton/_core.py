@@ -525,7 +525,7 @@ class block_type:
 class tensor:
     """A tile value (or a per-program scalar) of every program of the chunk."""
 
-    __slots__ = ("v", "dtype", "shape", "ax", "lay", "src", "buf", "lsrc", "dsrc", "__weakref__")
+    __slots__ = ("v", "dtype", "shape", "ax", "lay", "src", "buf", "lsrc", "dsrc", "aff", "bk", "__weakref__")
 
     def __init__(self, v: np.ndarray, dt: dtype, shape=(), ax=None):
         self.v = v
@@ -537,6 +537,8 @@ class tensor:
         self.buf = None          # pointers: the Buffer
         self.lsrc = None         # provenance: load site this value is (a cast/view of)
         self.dsrc = None         # provenance: dot sites this value derives from
+        self.aff = None          # lowering: per dim, is the value affine with a compile-time step there
+        self.bk = None           # lowering, probe only: (kind, site, inputs, extra) of the producing tile op
 
     # ---- Triton's tensor surface -------------------------------------------------------------------
     @property
@@ -1064,6 +1066,7 @@ def expand_dims(x, axis) -> tensor:
         _prov1(out, x)
         out.lay = x.lay
         out.src = x.src
+        st.rec.view(out, x, "expand", axis)
     return out
 
 
@@ -1082,6 +1085,7 @@ def broadcast_to(x, shape) -> tensor:
         _prov1(out, x)
         out.src = x.src
         out.lay = x.lay
+        st.rec.view(out, x, "bcast", None)
     return out
 
 
@@ -1097,6 +1101,7 @@ def reshape(x, shape) -> tensor:
     if st is not None and st.rec is not None:
         _prov1(out, x)
         out.src = x.src
+        st.rec.view(out, x, "reshape", None)
     return out
 
 
@@ -1116,7 +1121,7 @@ def permute(x, *dims) -> tensor:
             out.ax = AI.permute(x.ax, dims)
         _prov1(out, x)
         out.src = x.src
-        st.rec.alu(out, (x,), "trans")
+        st.rec.view(out, x, "perm", dims)
     return out
 
 

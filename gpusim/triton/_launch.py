@@ -399,17 +399,25 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
     stats = L.Stats()
     chunk = None
     values0, buffers = _kernel_values(spec, vals)
+    n_ptr = sum(1 for v in values0.values() if isinstance(v, C.tensor) and v.buf is not None)
+    n_scalar = sum(1 for v in values0.values() if isinstance(v, C.tensor) and v.buf is None)
     if record and n:
         # the probe: a few programs spread over the grid, run together with writes disabled
         probe_ids = sorted({0, n - 1, n // 2, n // 4, (3 * n) // 4})
         pids = _pids(0, n, grid3)[probe_ids] if n <= 1 << 20 else np.concatenate(
             [_pids(i, 1, grid3) for i in probe_ids])
-        rec = L.Recorder(cfg, W, S, len(probe_ids), facts, stats, probe=True)
-        pvals, pbufs = _probe_copies(values0)
-        st = C.State(pids=pids, grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name, rec=rec,
-                     probe=True, buffers=pbufs)
-        _run(kfn, pvals, st, spec)
-        del pvals, pbufs
+        # twice: the first pass learns what only later ops reveal (a dot feeding another dot, a load reaching a
+        # dot), the second records layouts and uses with those decisions in place from the start
+        for probe_pass in range(2):
+            if probe_pass:
+                facts.reset_uses()
+            rec = L.Recorder(cfg, W, S, len(probe_ids), facts, stats, probe=True, n_ptr_args=n_ptr,
+                             n_scalar_args=n_scalar)
+            pvals, pbufs = _probe_copies(values0)
+            st = C.State(pids=pids, grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name, rec=rec,
+                         probe=True, buffers=pbufs)
+            _run(kfn, pvals, st, spec)
+            del pvals, pbufs, rec
         facts.freeze()
         stats = L.Stats()
         chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))
@@ -419,7 +427,8 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
         size = chunk if chunk is not None else min(n, 64)
         size = min(size, n - start)
         values = _fresh(values0)
-        rec = L.Recorder(cfg, W, S, size, facts, stats) if record else None
+        rec = L.Recorder(cfg, W, S, size, facts, stats, n_ptr_args=n_ptr, n_scalar_args=n_scalar) if record \
+            else None
         st = C.State(pids=_pids(start, size, grid3), grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name,
                      rec=rec, buffers=buffers, first_program=start)
         _run(kfn, values, st, spec)
@@ -453,9 +462,11 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace
         "vector_widths": {k: v.get("vec") for k, v in stats.mem_sites.items()},
         "dots": stats.dots,
         "registers": {"estimate": regs_est, "basis": reg_basis, "spilled_registers": spill,
-                      "formula": "base 24 + dot accumulators (M*N/(32*num_warps) fp32) + operand fragments held in "
-                                 "registers + tiles loaded into registers inside loops + up to two 64-bit "
-                                 "addresses per memory op; capped at 255 (the excess spills to local memory)"},
+                      "formula": "REG_BASE + weighted sum (costs.REG_WEIGHTS) of the register tiles live in the "
+                                 "loop that needs the most: dot accumulators and results, operand fragments, "
+                                 "loaded tiles, 64-bit addresses advanced in the loop, the largest elementwise "
+                                 "tile; + REG_PER_EXTRA_LIBDEVICE_FN per extra sin/cos/log; capped at 255 (the "
+                                 "excess spills to local memory)"},
         "shared_memory": smem_basis,
         "programs_per_chunk": chunk,
         "notes": ["autotune: the first config is used" if spec.config is not None else "",

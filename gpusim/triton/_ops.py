@@ -274,7 +274,7 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     out = tensor(vals, elt, shape)
     C.note_numel(shape)
     if st.rec is not None:
-        out.lsrc = st.rec.load(out, pointer, mask, shape)
+        out.lsrc = st.rec.load(out, pointer, mask, shape, other)
     return out
 
 
@@ -976,6 +976,7 @@ def _hint(x, values, what):
     if st is not None and st.rec is not None:
         key = {"multiple_of": "div", "max_contiguous": "contig", "max_constancy": "const"}[what]
         out.ax = AI.with_hint(x.ax, max(1, len(x.shape)), **{key: vals if len(vals) > 1 else vals[0]})
+        st.rec.view(out, x, "id", None)
     return out
 
 

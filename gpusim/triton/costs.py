@@ -1,0 +1,168 @@
+"""What one tile operation costs in warp instructions, as Triton 3.6 + ptxas emit it for sm_90.
+
+The lowering (``_lower``) decides *how many units* a tile op has per thread (elements, distinct values, vectors,
+HGMMAs, loop iterations ...) from the layouts; this table says what each unit costs, per pipe.  Every number
+here was read off the SASS that Triton 3.6.0 (ptxas 12.8) produces for the kernels in ``kernels/tl_*.py``
+(compiled for sm_90 without a GPU: ``python -m gpusim.validate.collect --compile-check``; the opcode histograms
+are in ``gpusim/validate/records/compile_sm90_local.json``) and checked against the dynamic counts the H100
+measured (``smsp__inst_executed.sum`` and ``smsp__inst_executed_pipe_*`` in ``records/ncu_*.json``).  Those
+records are the calibration set; ``tests/test_triton_calibration.py`` holds the lowering to them.
+
+Pipes follow Nsight Compute's instruction pipes, so a trace's per-pipe counts compare with the records:
+``INT`` is the *alu* pipe (IADD3, LOP3, SHF, LEA, ISETP, SEL, PRMT, MOV, CS2R, FMNMX, FSEL, FSETP, F2FP),
+``FP32`` the *fma* pipe (FADD, FMUL, FFMA and the whole IMAD family: IMAD, IMAD.WIDE, IMAD.MOV, IMAD.HI),
+``FP16`` the fma-lite half (HADD2/HMUL2/HFMA2, HADD2.F32 conversions), ``SFU`` the *xu* pipe (MUFU, F2I, I2F),
+``LSU`` loads/stores/shuffles (LDG, STG, LDS, STS, LDSM, LDGSTS, SHFL), ``BRANCH`` the cbu/adu pipes (BRA, EXIT,
+BAR, LDC, DEPBAR), ``UNIFORM`` the uniform datapath (U* instructions: shared-memory slot and wgmma descriptor
+arithmetic), ``TENSOR`` HGMMA/HMMA.
+
+Each entry is a list of ``(Pipe, n_inst, label)``; ``n_inst`` may be fractional (per element of a packed
+pair, for instance): the lowering multiplies by the unit count and rounds up once per op.
+"""
+from __future__ import annotations
+
+from ..trace import Pipe
+
+INT, FP32, FP16, FP64, SFU, LSU, BRANCH, UNIFORM = (Pipe.INT, Pipe.FP32, Pipe.FP16, Pipe.FP64, Pipe.SFU, Pipe.LSU,
+                                                    Pipe.BRANCH, Pipe.UNIFORM)
+
+# ---- per program (CTA) ---------------------------------------------------------------------------------------
+#: every kernel: LDC R1 (stack pointer), S2R SR_TID.X, ULDC.64 (global memory descriptor), EXIT.  The vector
+#: add (tl_vector_add_*: 28 instructions per warp, all of them straight-line) is 4 of these + 3 LDC.64 pointer
+#: arguments + 1 ULDC scalar argument + its tile ops.
+PROGRAM = [(BRANCH, 2, "LDC+EXIT"), (INT, 1, "S2R.TID"), (UNIFORM, 1, "ULDC.64")]
+#: each pointer argument the kernel uses (LDC.64 of its value), each scalar argument (ULDC/LDC).
+POINTER_ARG = [(BRANCH, 1, "LDC.64")]
+SCALAR_ARG = [(UNIFORM, 1, "ULDC")]
+
+# ---- index arithmetic (per distinct register value of the result, see _lower.distinct_values) ------------------
+#: tl.arange: the thread's coordinate along one dimension of a layout (SHF/LOP3 of SR_TID).
+ARANGE = [(INT, 3, "SHF+LOP3+SGXT")]
+INT_OP = {
+    "add": [(INT, 1, "IADD3")], "sub": [(INT, 1, "IADD3")],
+    "mul": [(FP32, 1, "IMAD")], "shl": [(INT, 1, "SHF")], "shr": [(INT, 1, "SHF")],
+    "and": [(INT, 1, "LOP3")], "or": [(INT, 1, "LOP3")], "xor": [(INT, 1, "LOP3")], "lop": [(INT, 1, "LOP3")],
+    "icmp": [(INT, 1, "ISETP")], "sel": [(INT, 1, "SEL")], "imnmx": [(INT, 1, "VIMNMX")],
+    "icvt": [(INT, 1, "SGXT")], "abs": [(INT, 1, "IABS")],
+}
+#: integer division / remainder by a compile-time constant: IMAD.HI + shifts (a power of two: shifts with the
+#: sign fix-up).  By a runtime value: the reciprocal sequence of tl_matmul's program grouping (I2F.RP, MUFU.RCP,
+#: F2I, IMAD.HI, two conditional corrections, sign fix-ups): ~11 per value (``% M`` of the 4 tile rows of each
+#: thread in tl_matmul_*: 4 IABS + 4 IMAD.HI + ... in its SASS), plus the divisor's reciprocal once per op.
+INT_DIV_CONST = [(INT, 2, "SHF+LEA.HI"), (FP32, 1, "IMAD.HI")]
+INT_DIV = [(INT, 6, "IABS+ISETP+SEL"), (FP32, 5, "IMAD.HI+IMAD")]
+INT_DIV_SETUP = [(SFU, 3, "I2F.RP+MUFU.RCP+F2I"), (FP32, 4, "IMAD"), (INT, 1, "IABS")]
+#: 64-bit address of a pointer tensor: a scalar base + 32-bit offsets is one IMAD.WIDE (or LEA + LEA.HI.X);
+#: advancing a tensor of 64-bit pointers (``ptrs += step``) is IADD3 + IMAD.X per distinct address.
+ADDR_FROM_BASE = [(FP32, 1, "IMAD.WIDE")]
+ADDR_ADVANCE = [(INT, 1, "IADD3"), (FP32, 1, "IMAD.X")]
+#: the row index arithmetic of each further address of a 2-D tile (LOP3 / IADD3 / LEA per row held)
+ADDR_ROW = [(INT, 2, "LOP3+LEA")]
+
+# ---- floating-point elementwise (per element, fp16/bf16 packed two per instruction) ---------------------------
+FLOAT_OP = {
+    "add": [(FP32, 1, "FADD")], "sub": [(FP32, 1, "FADD")], "mul": [(FP32, 1, "FMUL")],
+    "fma": [(FP32, 1, "FFMA")], "abs": [(FP32, 1, "FADD.FTZ")],
+    "fmnmx": [(INT, 1, "FMNMX")], "fcmp": [(INT, 1, "FSETP")], "sel": [(INT, 1, "FSEL")],
+    "frnd": [(FP32, 1, "FRND")],
+    # tl.exp: x * log2(e), then ex2.approx.f32 (not .ftz): ptxas guards denormal results with FSETP and two
+    # predicated FMULs (tl_softmax_*: 5 instructions per element around each MUFU.EX2)
+    "exp": [(FP32, 3, "FMUL"), (INT, 1, "FSETP"), (SFU, 1, "MUFU.EX2")],
+    # tl.math.exp2: ex2.approx.ftz.f32, one MUFU (fa_fwd_*: 68 MUFU.EX2 and nothing else per 64 + 4 values)
+    "exp2": [(SFU, 1, "MUFU.EX2")],
+    # tl.log / tl.math.log2 are libdevice polynomials (__nv_logf/__nv_log2f), not MUFU.LG2: 28 instructions
+    # per element in fa_fwd_*'s epilogue (m_i + log2(l_i))
+    "log2": [(FP32, 20, "FFMA.FTZ"), (INT, 7, "FSETP+FSEL+IADD3"), (SFU, 1, "I2FP")],
+    "log": [(FP32, 20, "FFMA.FTZ"), (INT, 7, "FSETP+FSEL+IADD3"), (SFU, 1, "I2FP")],
+    # sin/cos: __nv_sinf/__nv_cosf fast path (range reduction by pi/2 in three FFMAs, a polynomial, the
+    # |x| >= 105615 slow-path branch never taken): tl_sincos_unfused sin_kernel 246 and cos_kernel 262
+    # instructions per warp for 8 elements per thread, of which ~25 are the load/store/index code
+    "sin": [(FP32, 15, "FFMA.FTZ"), (INT, 8, "FSEL+LOP3+MOV"), (SFU, 1, "F2I"), (BRANCH, 2.5, "BSSY+BRA+BSYNC")],
+    "cos": [(FP32, 16, "FFMA.FTZ"), (INT, 9, "FSEL+LOP3+MOV"), (SFU, 1, "F2I"), (BRANCH, 2.5, "BSSY+BRA+BSYNC")],
+    "erf": [(FP32, 14, "FFMA"), (INT, 3, "FSEL"), (SFU, 1, "MUFU.EX2")],
+    "rsqrt": [(SFU, 1, "MUFU.RSQ"), (INT, 1, "FSETP"), (FP32, 2, "FMUL")],
+    "sqrt": [(SFU, 1, "MUFU.RSQ"), (FP32, 4, "FFMA"), (INT, 2, "FSETP+FSEL")],
+    # a / b in fp32 (div.full.f32): a per-element scaling (predicated FMULs against huge/tiny divisors) and the
+    # multiply by the reciprocal; the reciprocal itself is DIV_RCP per distinct divisor (tl_softmax: 3 FMULs per
+    # element and one MUFU.RCP per row; fa_fwd's acc / l_i: FMUL 0.25 + FSEL + FMUL 2^24 + FMUL per element)
+    "truediv": [(FP32, 3, "FMUL"), (INT, 0.5, "FSEL")],
+}
+DIV_RCP = [(SFU, 1, "MUFU.RCP"), (INT, 2, "FSETP"), (FP32, 2, "FMUL")]
+#: fp16/bf16 arithmetic: packed pairs (HADD2/HMUL2/HFMA2; some issue as HFMA2.MMA on the tensor pipe).
+HALF_OP = [(FP16, 0.5, "HADD2")]
+#: conversions, per element
+CVT_F16_TO_F32 = [(FP16, 1, "HADD2.F32")]
+CVT_F32_TO_F16 = [(INT, 0.5, "F2FP.F16.F32.PACK_AB")]
+CVT_INT_TO_F32 = [(INT, 1, "I2FP.F32.S32")]
+CVT_F32_TO_INT = [(SFU, 1, "F2I.TRUNC")]
+CVT_F64 = [(FP64, 1, "F2F.F64")]
+#: a constant tile materialized in registers (a dot's zero accumulator): CS2R per 64 bits (tl_matmul_1409: 32
+#: CS2R for the 64 fp32 accumulator registers of each thread; with a software pipeline it is done twice, 64).
+MATERIALIZE = [(INT, 0.5, "CS2R")]
+
+# ---- global memory -------------------------------------------------------------------------------------------
+#: the destination registers of a masked load are set to ``other`` first: CS2R per 8 bytes for zeros
+#: (tl_vector_add: 4 CS2R for two masked 16-byte loads), MOV per 4 bytes for other values (tl_softmax's -inf:
+#: 4 MOV/HFMA2.MMA for one 16-byte load), PRMT per element of a 2-byte load (tl_matmul_1409: 64 PRMT for 64
+#: LDG.E.U16 per thread and iteration).
+OTHER_ZERO_PER_8B = [(INT, 1, "CS2R")]
+OTHER_VALUE_PER_4B = [(INT, 1, "MOV")]
+OTHER_NARROW = [(INT, 1, "PRMT")]
+#: a 2-byte load inside a loop (not vectorizable, so not cp.async): its address is rebuilt every iteration from
+#: a base register and the running offset, and the halves are moved between registers: per load instruction
+#: (tl_matmul_1409_128x128x64: 446 instructions per iteration for 64 LDG.E.U16 per thread, i.e. LDG + PRMT +
+#: STS.U16 + 2 pointer-advance + these 1.8; tl_matmul_1409_64x64x32: 274 for 32)
+NARROW_LOAD_IN_LOOP = [(FP32, 1.0, "IMAD.WIDE"), (FP32, 1.0, "IMAD.MOV")]
+
+# ---- software pipelining (cp.async ring), per loop iteration ------------------------------------------------
+#: per pipelined load: the commit (LDGDEPBAR) and the ring-slot address arithmetic in uniform registers.
+#: per predicate of a masked cp.async: the source-size operand (SEL 16/0), and-ed with the pipeliner's
+#: iteration guard (SEL) and turned back into a predicate (ISETP.NE): tl_matmul_1408_128x128x64's loop has
+#: 10 SEL and 6 ISETP.NE.U32 for the 5 distinct predicates of its 8 LDGSTS.
+PIPE_LOAD_ITER = [(LSU, 1, "LDGDEPBAR"), (UNIFORM, 2, "UIADD3+ULEA")]
+PIPE_MASK = [(INT, 3, "SEL+SEL+ISETP.NE")]
+#: per iteration of a loop holding pipelined loads: wait for the oldest copy group (DEPBAR.LE), the barrier
+#: before reading the ring slot and the one before overwriting it (BAR.SYNC x2), the three @!PT LDS that ptxas
+#: puts before each LDGSTS group, the ring index and the iteration-valid predicate: tl_matmul_1408_*, fa_fwd_*,
+#: fa_bwd_* loops all carry this block (26..38 uniform instructions per iteration in total with the dots').
+PIPE_ITER = [(BRANCH, 3, "DEPBAR.LE+BAR.SYNC x2"), (UNIFORM, 14, "USEL+UISETP+ULEA+UMOV"),
+             (INT, 4, "ISETP.LE+VIADD+PLOP3")]
+#: each group of LDGSTS (one per iteration, and each prologue stage) starts with three @!PT LDS RZ, [RZ]
+PIPE_GROUP = [(LSU, 3, "@!PT LDS")]
+#: a runtime loop's own control: counter update, compare, branch.
+LOOP_ITER = [(INT, 2, "VIADD+ISETP.NE"), (BRANCH, 1, "BRA")]
+
+# ---- tensor cores (wgmma) --------------------------------------------------------------------------------------
+#: per warpgroup MMA (one tl.dot): WARPGROUP.ARRIVE, descriptor arithmetic in uniform registers (per HGMMA and
+#: a base), and the wait (WARPGROUP.DEPBAR).  fa_fwd_d64: 2 dots of 8 HGMMA per iteration, 36 uniform
+#: instructions per iteration in all; tl_matmul_1408_128x128x64: 1 dot of 4 HGMMA, 29.
+WGMMA = [(BRANCH, 2, "WARPGROUP.ARRIVE+DEPBAR"), (UNIFORM, 2, "ULEA+ULOP3+UMOV")]
+WGMMA_PER_INST = [(UNIFORM, 1, "UIADD3.64")]
+#: operands written to shared memory by regular stores (not cp.async) must be fenced for the async proxy
+#: (tl_matmul_1409: MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S + two BAR.SYNC per iteration).
+WGMMA_FENCE = [(BRANCH, 2, "MEMBAR+FENCE.VIEW.ASYNC")]
+
+# ---- layout conversions through shared memory -------------------------------------------------------------------
+#: the barriers around one round of a register -> shared -> register conversion
+CONVERT_ROUND = [(BRANCH, 2, "BAR.SYNC x2")]
+#: a reduction across warps (Triton's ReduceOp lowering, tl_softmax_*): the partials go to shared memory
+#: (STS by one lane per group), barrier, each warp reads them back (LDS), reduces them with log2(warps)
+#: shuffle steps, writes the result (STS), barrier, everyone reads it (LDS); plus the lane/warp index
+#: arithmetic and the barrier that guards the scratch buffer's reuse.
+REDUCE_SETUP = [(INT, 5, "LOP3+ISETP+LEA")]
+
+# ---- registers per thread ----------------------------------------------------------------------------------------
+#: estimate = REG_BASE + sum(REG_WEIGHTS[f] * registers of tile kind f), for the loop (or the code outside loops)
+#: that needs the most, + REG_PER_EXTRA_LIBDEVICE_FN per libdevice function (sin, cos, log ...) beyond the first.
+#: The features are registers-per-thread counts the lowering knows (fp32 dot accumulators and dot results, dot
+#: operand fragments held in registers, loaded tiles, the 64-bit addresses of pointers advanced in a loop, the
+#: largest elementwise fp32 tile); the weights are a least-squares fit, rounded, to ptxas' counts of the 29
+#: distinct Triton kernels of the suite (records/timing.json n_regs): mean absolute error 8 registers, 11 %,
+#: worst 33 % (tl_matmul_1409_64x64x32: 128 vs 96, whose 2-byte loads ptxas rematerializes instead of keeping
+#: 32 pointers live).  The accumulator weight above 1 stands for the temporaries ptxas keeps next to it; the
+#: loaded-tile weight came out ~0 (their registers are reused by the temporaries counted elsewhere).
+#: REG_PER_EXTRA_LIBDEVICE_FN: tl_sincos fused sin+cos needs 55 registers where sin or cos alone needs 22.
+REG_BASE = 16
+REG_WEIGHTS = {"dot_accumulators": 1.5, "dot_results": 0.5, "dot_operand_fragments": 1.0, "loaded_tiles": 0.0,
+               "addresses": 1.0, "elementwise": 0.625}
+REG_PER_EXTRA_LIBDEVICE_FN = 32
