@@ -180,10 +180,10 @@ def main(argv=None) -> int:
     rows = compare(a.cases, progress=lambda n: print(f"  traced {n}", file=sys.stderr))
     print(format_rows(rows, a.pipes))
     s = summary(rows)
-    print(f"\n{s['n']} cases: inst_executed MAPE {s['inst_pct']['mean_abs']:.1f}% (max {s['inst_pct']['max_abs']:.1f}%, "
-          f"{s['inst_pct']['worst']}); registers mean |err| {s['regs']['mean_abs']:.1f} (max {s['regs']['max_abs']:.0f}, "
-          f"{s['regs']['worst']}); threads/inst max |err| {s['threads_per_inst']['max_abs']:.2f} "
-          f"({s['threads_per_inst']['worst']})")
+    i, r, t = s["inst_pct"], s["regs"], s["threads_per_inst"]
+    print(f"\n{s['n']} cases: inst_executed MAPE {i['mean_abs']:.1f}% (max {i['max_abs']:.1f}%, {i['worst']}); "
+          f"registers mean |err| {r['mean_abs']:.1f} (max {r['max_abs']:.0f}, {r['worst']}); "
+          f"threads/inst max |err| {t['max_abs']:.2f} ({t['worst']})")
     return 0
 
 

@@ -876,7 +876,7 @@ class _FunctionCompiler:
             return False
         try:
             v = self.static_eval(n)
-        except CompileError:
+        except (CompileError, UnsupportedConstruct):
             return False
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= int(v) < 2 ** 32
 

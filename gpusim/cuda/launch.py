@@ -5,11 +5,15 @@ Chunks execute one after another (a legal schedule: CTAs are independent, and a 
 memory writes of earlier ones).  A chunk holds up to ``CHUNK_THREADS`` padded threads, fewer when its shared
 and local memory or (when recording) its table of active lanes would grow too big.
 
-The register estimate (``KernelTrace.regs_per_thread``) is ``REGISTERS_BASE`` + the peak over the kernel's
-statements of the registers its live variables need (a 64-bit value counts 2, a 32-bit or smaller one 1,
-an array argument's data pointer 2) + the registers to evaluate its deepest expression (Sethi-Ullman) +
-registers for local arrays only ever indexed with constants (kept in registers) + the peak of the inlined
-device functions.  ``meta["registers"]`` records each term.
+The register estimate (``KernelTrace.regs_per_thread``) stands in for ptxas' count: ``costs.REGISTERS_BASE`` +
+a weighted sum (``costs.REGISTERS_WEIGHTS``) of the peak over the kernel's statements of its live runtime
+variables' 32-bit words (a 64-bit value counts 2; array and scalar parameters and compile-time constants 0: they
+live in the constant bank or fold into immediates), the state of numba's range iterators in the deepest loop
+nest, the load results an unrolled loop holds in flight (``runtime.unroll_pressure``), libdevice scratch, local
+arrays only ever indexed with constants (kept in registers) and the peak of the inlined device functions;
+clamped to [16, 255] (Nsight reports at least 16).  Its stated error, against ``launch__registers_per_thread``
+of the H100 records: within 4 registers for every SIMT kernel, 1.4 on average (``costs.REGISTERS_ERROR``;
+tests/test_cuda_calibration.py holds it there).  ``meta["registers"]`` records each term.
 """
 from __future__ import annotations
 

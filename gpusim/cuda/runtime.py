@@ -15,8 +15,13 @@ old)``); loads, stores and atomics act on active lanes only.
 
 While executing, the chunk records its trace (``gpusim.trace.OpTable``): one ``Op`` per instruction group
 a warp issues, with per-warp active-lane counts, the coalesced lines/sectors of global and local accesses,
-the shared-memory wavefronts, and the scoreboard dependencies (``deps``) on pending loads.  Instruction
-counts per construct come from ``costs.py``.  Units: bytes for addresses, warp instructions for counts.
+the shared-memory wavefronts, and the scoreboard dependencies (``deps``) on pending loads -- transitive through
+ALU results, so an address computed from a loaded value depends on it.  Instruction counts per construct come
+from ``costs.py`` and follow what numba-cuda's compiler emits: pure computations (address arithmetic,
+conversions, repeated loads with no store in between) are computed once and reused, as the compiler's CSE and
+loop-invariant code motion do; when the table is built, innermost runtime loops are rewritten as LLVM's runtime
+unrolling compiles them, loads hoisted ahead of their uses (``unroll_loops``).  Units: bytes for addresses, warp
+instructions for counts.
 """
 from __future__ import annotations
 
@@ -335,7 +340,7 @@ class IfState:
 
 class LoopState:
     __slots__ = ("entry", "exited", "broken", "cont", "nret", "counter", "stop", "step", "unrolled",
-                 "iter_mask", "nlost", "div", "rec", "used", "countable", "join", "varying", "mark", "tested")
+                 "iter_mask", "nlost", "rec", "used", "countable", "join", "varying", "mark", "tested")
 
 
 class LoopRecord:
@@ -513,18 +518,13 @@ class Chunk:
 
     def _out(self, deps: tuple, n0: int) -> tuple:
         """Scoreboard deps of a computed value: the last op recorded since ``n0`` when the inputs wait for a
-        long-latency result (so a chain load -> ALU -> address -> load stays ordered when loads are hoisted;
-        the engine ignores deps on ALU ops), else the inputs' own deps (nothing recorded) or none."""
+        long-latency result (deps are transitive through ALU results: a chain load -> ALU -> address -> load
+        stays ordered when loads are hoisted, and the engine holds the consumer for the ALU op's latency), else
+        the inputs' own deps (nothing recorded) or none (values that wait for nothing)."""
         if not deps:
             return ()
         n = len(self.ops)
         return (n - 1,) if n > n0 else deps
-
-    def _rec_row(self, key, line, row: np.ndarray, deps=()):
-        ri = self._add_row(row)
-        for pipe, n, label in C_.cost(key):
-            self.ops.append(Op(OpKind.ALU, pipe, n, line, deps, label=label))
-            self.op_rows.append(ri)
 
     def _rec_op(self, kind, pipe, label, line, deps, mem=None) -> int:
         ri = self._row_of(self.mask)
@@ -1083,7 +1083,6 @@ class Chunk:
         st.unrolled = False
         st.iter_mask = None
         st.nlost = 0
-        st.div = None
         st.rec = None
         st.used = True
         st.countable = countable
@@ -2010,9 +2009,10 @@ def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = Non
     far as it may -- never above an op it depends on (deps are transitive through ALU ops: a pointer chase's
     address depends on the previous load), a store to the same kind of memory (a global load may pass a shared
     store: different address spaces cannot alias), an atomic or barrier, a branch of an inner ``if``, or an
-    earlier load (loads keep their order) -- so a warp has up to ``factor`` loads in flight.  Ineligible loops lose their
-    unroll set-up ops.  Scoreboard deps are remapped to the new positions (a dep on a removed op becomes that op's
-    own deps).  Runs at table-build time, when no runtime value holds op indices any more.
+    earlier load (loads keep their order) -- so a warp has up to ``factor`` loads in flight.  Ineligible loops
+    lose their unroll set-up ops (and a ``range`` loop its separate trip counter).  Scoreboard deps are remapped
+    to the new positions (a dep on a removed op becomes that op's own deps).  Runs at table-build time, when no
+    runtime value holds op indices any more.
     """
     U = C_.LOOP_UNROLL_FACTOR if factor is None else factor
     n = len(ops)
