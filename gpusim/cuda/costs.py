@@ -201,9 +201,9 @@ COSTS[("cvt", "f64", "b")] = COSTS[("cmp", "float64")]
 # ---- math functions (libdevice) -------------------------------------------------------------------------
 _MATH32 = {   # fn: [(pipe, n, label)] for float32 (libdevice __nv_*f, non-fast-math)
     "sqrt": [(SFU, 1, "MUFU.RSQ"), (FP32, 5, "FFMA"), (BRANCH, 1, "BRA")],
-    # expf: FFMA.SAT + FFMA.RM + FADD + 2 FFMA + IMAD.SHL + MUFU.EX2; the final scaling multiply fuses with
-    # a following add (math_exp: 59 per 4 iterations = 4 x (FMUL + expf 7 + FFMA + iterator 5) - ... + BRA,
-    # pipe_xu 16 = one MUFU.EX2 per call)
+    # expf: FFMA.SAT + FFMA.RM + FADD + 2 FFMA + IMAD.SHL + MUFU.EX2, and a final scaling multiply that fuses
+    # with a following add (math_exp's unrolled body: 59 per 4 iterations = 4 x (FMUL + expf 7 + FFMA + iterator
+    # 5) + BRA + 2 IMAD.MOV; pipe_xu 16 = one MUFU.EX2 per call)
     "exp": [(SFU, 1, "MUFU.EX2"), (FP32, 6, "FFMA")],
     "exp2": [(SFU, 1, "MUFU.EX2"), (FP32, 3, "FMUL")],
     "expm1": [(SFU, 1, "MUFU.EX2"), (FP32, 14, "FFMA")],
