@@ -98,12 +98,18 @@ def _fix(x):
     return x
 
 
+#: a value keeps at most this many producers (the most recent ones).  Masked merges inside divergent loops
+#: would otherwise accumulate every earlier producer; the older ones have long completed on the hardware.
+MAX_DEPS = 8
+
+
 def _union(a: tuple, b: tuple) -> tuple:
     if not a:
         return b
     if not b or a == b:
         return a
-    return tuple(sorted(set(a) | set(b)))
+    u = sorted(set(a) | set(b))
+    return tuple(u[-MAX_DEPS:]) if len(u) > MAX_DEPS else tuple(u)
 
 
 def const(x) -> V:

@@ -193,7 +193,9 @@ class WarpScheduler:
                     q = pend.get(d)
                     if q is not None and q[0] > dep_t:
                         dep_t, reason = q
-                if dep_t > t:
+                if dep_t > t and reason == 6 and dep_t - t <= WINDOW:
+                    t = dep_t         # a short fixed-latency dependence: wait inside the interval
+                elif dep_t > t:
                     # the scoreboard stops the warp until the data is back
                     w.pc = pc
                     t_end = self._end_interval(w, now, t, issued, throttle, pc0)
