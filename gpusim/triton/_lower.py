@@ -583,7 +583,7 @@ class Facts:
         return d
 
     _USES = ("lays", "consumer_lays", "users", "folded_users", "contracted_users", "free", "half_fold", "contract",
-             "ptr_site", "advance")
+             "ptr_site", "advance", "trig", "trig_shared")
 
     def reset_uses(self):
         """Between the two probe passes: forget the use-dependent facts recorded with provisional decisions."""
@@ -987,7 +987,7 @@ class Recorder:
             return None
         f = self.facts.sites.get(site) or {}
         if f.get("advance"):
-            self._region().addr[site] = 2 * units
+            self._region().addr[site] = (K.REG_NARROW_ADDRESS if f.get("narrow") else 2) * units
             first = None
             if site not in self._advanced:
                 self._advanced.add(site)
@@ -1090,7 +1090,7 @@ class Recorder:
             return self._cost(K.HALF_OP, units, deps, line)
         lays = self._lays(out, site) if shape else None
         if kind == "s2r":
-            return self._cost([(Pipe.INT, 1, "S2R.CTAID")], 1, deps, line)
+            return self._cost(K.PROGRAM_ID, 1, deps, line)
         if kind == "arange":
             return self._cost(K.ARANGE, len(lays), deps, line)
         if kind == "shfl":
@@ -1115,6 +1115,9 @@ class Recorder:
                     self._cost(K.INT_DIV_SETUP, 1, [b.src], line)
                 return self._cost(K.INT_DIV, units, deps, line)
             table = K.INT_OP.get(kind)
+            if kind == "mul" and any(_compile_time(x) and x.ax.value > 0 and not x.ax.value & (x.ax.value - 1)
+                                     for x in ins if isinstance(x, C.tensor) and x.ax is not None):
+                table = K.INT_OP["shl"]          # times a power of two: a shift (LEA with the add)
             if table is None:
                 table = K.INT_OP["lop"] if pred else K.INT_OP["add"]
             wide = 2 if (dt.primitive_bitwidth == 64 and not dt.is_ptr() and kind in ("add", "sub", "mul")) else 1
@@ -1163,6 +1166,18 @@ class Recorder:
             table = K.FLOAT_OP["add"]
         if kind in ("sin", "cos", "log", "log2", "erf"):
             self.stats.math_fns.add(kind)
+        if kind in ("sin", "cos") and site is not None:
+            # the second of sin/cos of one value reuses the first's range reduction
+            x = ins[0] if ins else None
+            if self.probe and x is not None and x.bk is not None and x.bk[1] is not None:
+                seen = self.facts.get(x.bk[1]).setdefault("trig", {})
+                other = "cos" if kind == "sin" else "sin"
+                if other in seen and seen[other] != site:
+                    self.facts.get(site)["trig_shared"] = other
+                seen.setdefault(kind, site)
+            shared = (self.facts.sites.get(site) or {}).get("trig_shared")
+            if shared:
+                table = K.FLOAT_OP[f"{kind}_after_{shared}"]
         return self._cost(table, units, deps, line)
 
     # ---- memory ------------------------------------------------------------------------------------
@@ -1333,6 +1348,9 @@ class Recorder:
                 # narrow loads in a loop: each address is rebuilt from its base and the running offset, and
                 # the loaded halves are shuffled between registers (tl_matmul_1409/2049 loops)
                 self._cost(K.NARROW_LOAD_IN_LOOP, n_inst, deps, line)
+                ps = f.get("ptr_site")
+                if self.probe and ps is not None:
+                    self.facts.get(ps)["narrow"] = True
             op = self._emit(OpKind.LOAD, Pipe.LSU, n_inst, deps + [init], mem, label=f"LDG.E.{vec * eb * 8}",
                             line=line)
             out.src = op
@@ -1395,9 +1413,18 @@ class Recorder:
     def barrier(self):
         self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, (), label="BAR.SYNC")
 
-    def _shared(self, kind, n_inst, bpl, deps, label, line, mem=None):
+    def _shared(self, kind, n_inst, bpl, deps, label, line, mem=None, warps_on=None):
+        """A shared-memory op; ``warps_on``: only the first that many warps of each CTA have a lane whose
+        predicate is true (the others issue it predicated off: no wavefronts)."""
         if mem is None:
-            mem = shared_ideal(self._n_warps(), n_inst, bpl, self._active_warps())
+            aw = self._active_warps()
+            if warps_on is not None and warps_on < self.W:
+                aw = aw * warps_on // self.W
+            mem = shared_ideal(self._n_warps(), n_inst, bpl, aw)
+            if warps_on is not None and warps_on < self.W:
+                wf = mem.wavefronts.reshape(self.P, self.W)
+                wf[:, warps_on:] = 0
+                mem.shared_ideal_wavefronts = mem.wavefronts.copy()
         return self._emit(kind, Pipe.LSU, n_inst, deps, mem, label=label, line=line)
 
     def _convert_through_shared(self, shape, eb, src, line, src_lay=None, dst_lay=None):
@@ -1687,15 +1714,18 @@ class Recorder:
             if not getattr(self, "_reduce_setup", False):
                 self._reduce_setup = True
                 self._cost(K.REDUCE_SETUP, 1, (), line)
+            # the partials are read back, reduced and written by the threads that own them: the first
+            # ceil(partials / 32) warps (tl_softmax: 2.5 shared loads per warp for two reductions over 4 warps)
+            owners = max(1, min(self.W, -(-(n_out * warps) // WARP)))
             s1 = self._shared(OpKind.STORE, n_out, eb, deps, "STS", line)
             b1 = self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, [s1], label="BAR.SYNC", line=line)
-            l1 = self._shared(OpKind.LOAD, n_out, eb, [b1], "LDS", line)
+            l1 = self._shared(OpKind.LOAD, n_out, eb, [b1], "LDS", line, warps_on=owners)
             deps = [l1]
             for _ in range(int(math.log2(warps))):
                 sh = self._emit(OpKind.ALU, Pipe.LSU, n_out * per, deps, label="SHFL.BFLY", line=line)
                 c = self._alu(pipe, n_out * per, [sh], label, line)
                 deps = [c]
-            s2 = self._shared(OpKind.STORE, n_out, eb, deps, "STS", line)
+            s2 = self._shared(OpKind.STORE, n_out, eb, deps, "STS", line, warps_on=owners)
             b2 = self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, [s2], label="BAR.SYNC", line=line)
             last = self._shared(OpKind.LOAD, n_out, eb, [b2], "LDS", line)
             # the barrier that lets everyone read the result before the scratch buffer is reused

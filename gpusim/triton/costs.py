@@ -30,14 +30,16 @@ INT, FP32, FP16, FP64, SFU, LSU, BRANCH, UNIFORM = (Pipe.INT, Pipe.FP32, Pipe.FP
 #: every kernel: LDC R1 (stack pointer), S2R SR_TID.X, ULDC.64 (global memory descriptor), EXIT.  The vector
 #: add (tl_vector_add_*: 28 instructions per warp, all of them straight-line) is 4 of these + 3 LDC.64 pointer
 #: arguments + 1 ULDC scalar argument + its tile ops.
-PROGRAM = [(BRANCH, 2, "LDC+EXIT"), (INT, 1, "S2R.TID"), (UNIFORM, 1, "ULDC.64")]
+PROGRAM = [(BRANCH, 3, "LDC+S2R.TID+EXIT"), (LSU, 1, "ULDC.64")]
+#: tl.program_id: S2R SR_CTAID (special registers are read through the adu/cbu side, not the alu)
+PROGRAM_ID = [(BRANCH, 1, "S2R.CTAID")]
 #: each pointer argument the kernel uses (LDC.64 of its value), each scalar argument (ULDC/LDC).
 POINTER_ARG = [(BRANCH, 1, "LDC.64")]
 SCALAR_ARG = [(UNIFORM, 1, "ULDC")]
 
 # ---- index arithmetic (per distinct register value of the result, see _lower.distinct_values) ------------------
 #: tl.arange: the thread's coordinate along one dimension of a layout (SHF/LOP3 of SR_TID).
-ARANGE = [(INT, 3, "SHF+LOP3+SGXT")]
+ARANGE = [(INT, 2, "SHF+LOP3")]
 INT_OP = {
     "add": [(INT, 1, "IADD3")], "sub": [(INT, 1, "IADD3")],
     "mul": [(FP32, 1, "IMAD")], "shl": [(INT, 1, "SHF")], "shr": [(INT, 1, "SHF")],
@@ -79,6 +81,10 @@ FLOAT_OP = {
     # instructions per warp for 8 elements per thread, of which ~25 are the load/store/index code
     "sin": [(FP32, 15, "FFMA.FTZ"), (INT, 8, "FSEL+LOP3+MOV"), (SFU, 1, "F2I"), (BRANCH, 2.5, "BSSY+BRA+BSYNC")],
     "cos": [(FP32, 16, "FFMA.FTZ"), (INT, 9, "FSEL+LOP3+MOV"), (SFU, 1, "F2I"), (BRANCH, 2.5, "BSSY+BRA+BSYNC")],
+    # sin and cos of the same value share the range reduction (tl_sincos fused: 467 instructions per warp, one
+    # F2I per element where the two unfused kernels have one each)
+    "cos_after_sin": [(FP32, 15, "FFMA.FTZ"), (INT, 9, "FSEL+LOP3+MOV"), (BRANCH, 2.5, "BSSY+BRA+BSYNC")],
+    "sin_after_cos": [(FP32, 14, "FFMA.FTZ"), (INT, 8, "FSEL+LOP3+MOV"), (BRANCH, 2.5, "BSSY+BRA+BSYNC")],
     "erf": [(FP32, 14, "FFMA"), (INT, 3, "FSEL"), (SFU, 1, "MUFU.EX2")],
     "rsqrt": [(SFU, 1, "MUFU.RSQ"), (INT, 1, "FSETP"), (FP32, 2, "FMUL")],
     "sqrt": [(SFU, 1, "MUFU.RSQ"), (FP32, 4, "FFMA"), (INT, 2, "FSETP+FSEL")],
@@ -166,3 +172,7 @@ REG_BASE = 16
 REG_WEIGHTS = {"dot_accumulators": 1.5, "dot_results": 0.5, "dot_operand_fragments": 1.0, "loaded_tiles": 0.0,
                "addresses": 1.0, "elementwise": 0.625}
 REG_PER_EXTRA_LIBDEVICE_FN = 32
+#: registers per 64-bit address of a pointer advanced in a loop that feeds 2-byte loads: ptxas keeps part of them
+#: live and rebuilds the rest from a base each iteration (NARROW_LOAD_IN_LOOP), so 1.5 instead of 2
+#: (tl_matmul_1409_64x64x32: 96 registers, tl_matmul_1409_128x128x64: 254).
+REG_NARROW_ADDRESS = 1.5
