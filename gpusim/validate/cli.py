@@ -72,6 +72,11 @@ def cmd_report(a: argparse.Namespace) -> int:
         with open(a.json, "w") as f:
             json.dump([{"case": r.case, "group": r.group, "predicted": r.predicted, "measured": r.measured}
                        for r in rows], f, indent=1)
+    if a.readme:
+        from .accuracy import update_readme
+        note = "" if a.cases is None and not a.skip_heavy else f"(selection: cases={a.cases!r}, skip_heavy={a.skip_heavy})"
+        update_readme(rows, info, note)
+        print("updated README.md (Accuracy) and docs/accuracy.svg", file=sys.stderr)
     if a.html:
         from .plots import write_validation_html
         write_validation_html(rows, a.html)
@@ -100,6 +105,7 @@ def add_parser(sub) -> None:
     r.add_argument("--json", metavar="FILE")
     r.add_argument("--html", metavar="FILE", help="write the plots (scatter, matmul sweep) as an HTML page")
     r.add_argument("--cache", metavar="FILE", help="reuse/store predictions in FILE (interactive work)")
+    r.add_argument("--readme", action="store_true", help="rewrite README.md's Accuracy section and docs/accuracy.svg")
     r.set_defaults(fn=cmd_report)
     c = vs.add_parser("calibrate", help="fit the H100 preset's parameters to the microbenchmark records")
     c.add_argument("--write", action="store_true", help="write the fitted values into gpusim/presets/h100.toml")
