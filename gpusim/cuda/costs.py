@@ -62,6 +62,10 @@ LOOP_UNROLL_MAX_TRIP = 16
 #: ``while`` loops whose trip count LLVM cannot compute are not unrolled (``matmul_tiled``'s tile loop).
 LOOP_UNROLL_FACTOR = 4
 
+#: in straight-line code from fully unrolled constant-trip loops, a load is scheduled at most this many ops
+#: ahead of its place (ptxas' list scheduling, bounded by the registers the early results occupy)
+HOIST_WINDOW = 12
+
 #: bytes of the shared-memory vector loads (LDS.128) LLVM's load/store vectorizer forms from adjacent loads
 SHARED_VECTOR_BYTES = 16
 

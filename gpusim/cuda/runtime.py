@@ -346,7 +346,7 @@ class IfState:
 
 class LoopState:
     __slots__ = ("entry", "exited", "broken", "cont", "nret", "counter", "stop", "step", "unrolled",
-                 "iter_mask", "nlost", "rec", "used", "countable", "join", "varying", "mark", "tested")
+                 "iter_mask", "nlost", "rec", "used", "countable", "join", "varying", "mark", "tested", "start")
 
 
 class LoopRecord:
@@ -471,6 +471,7 @@ class Chunk:
         self._load_cse: dict = {}            # loads since the last store / barrier, by element (redundant-load
         #                                      elimination: LLVM's GVN reuses a loaded value, LICM hoists it)
         self._loops: list[LoopRecord] = []   # loop executions, for unroll_loops
+        self._straight: list[tuple[int, int]] = []   # op spans of fully unrolled constant-trip loops
         self._open_loops: list[LoopRecord] = []
         self._iter_words = 0
         self._mem_cache: dict = {}
@@ -555,11 +556,12 @@ class Chunk:
     def table(self) -> OpTable:
         if not self.ops:
             return OpTable(self.first, self.C, self.wpc, [], np.zeros((0, self.n_warps), np.uint8))
-        if self._loops:
+        if self._loops or self._straight:
             self.L.unroll_words = max(self.L.unroll_words, unroll_pressure(self.ops, self._loops))
             if UNROLL:
-                self.ops, self.op_rows = unroll_loops(self.ops, self.op_rows, self._loops)
+                self.ops, self.op_rows = unroll_loops(self.ops, self.op_rows, self._loops, straight=self._straight)
             self._loops = []
+            self._straight = []
         ids = np.asarray(self.op_rows, dtype=np.int64)
         full_id = self.full.rid
         if not self.L.padded and np.all(ids == full_id):
@@ -1158,6 +1160,8 @@ class Chunk:
 
     def loop_end(self, st, line=0) -> None:
         self.loop_depth -= 1
+        if st.unrolled and self.recording and len(self.ops) > st.start:
+            self._straight.append((st.start, len(self.ops)))
         if st.nret == self.n_returns:
             self.mask = st.entry
         else:
@@ -1207,6 +1211,7 @@ class Chunk:
         if a.const and b.const and c.const:
             trip = len(range(int(a.v), int(b.v), int(c.v)))
             st.unrolled = trip <= C_.LOOP_UNROLL_MAX_TRIP
+            st.start = len(self.ops)
         st.counter = V(a.v.astype(I64) if a.v.dtype != I64 else a.v, a.deps, st.unrolled)
         st.stop = b
         st.step = V(c.v.astype(I64) if c.v.dtype != I64 else c.v, c.deps, c.const)
@@ -2004,7 +2009,8 @@ def _disjoint(store, load) -> bool:
 
 # ---- runtime loop unrolling, as LLVM compiles it -------------------------------------------------------------
 
-def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = None) -> tuple[list, list]:
+def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = None,
+                 straight: list | None = None) -> tuple[list, list]:
     """Rewrite the ops of innermost runtime loops the way LLVM's runtime unrolling compiles them.
 
     Per loop execution (``LoopRecord``) that is eligible, consecutive iterations are grouped by ``factor``
@@ -2019,6 +2025,10 @@ def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = Non
     lose their unroll set-up ops (and a ``range`` loop its separate trip counter).  Scoreboard deps are remapped
     to the new positions (a dep on a removed op becomes that op's own deps).  Runs at table-build time, when no
     runtime value holds op indices any more.
+
+    ``straight``: op spans of fully unrolled constant-trip loops (straight-line code after LLVM's full unroll);
+    their loads are hoisted the same way, but at most ``costs.HOIST_WINDOW`` ops above their place (ptxas
+    stops where registers run out), and only where no runtime-loop group already covers the span.
     """
     U = C_.LOOP_UNROLL_FACTOR if factor is None else factor
     n = len(ops)
@@ -2044,6 +2054,11 @@ def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = Non
                 for i in gone:
                     drop[i] = 1
             regions.append((grp[0][0], grp[-1][1]))
+    windows = {r: None for r in regions}
+    for a, b in sorted(straight or []):
+        if all(b <= ra or a >= rb for ra, rb in windows) and b - a > 1:
+            windows[(a, b)] = C_.HOIST_WINDOW
+    regions = list(windows)
     if not regions and not any(drop):
         return ops, op_rows
     # deps of removed ops, resolved to kept ones
@@ -2066,6 +2081,7 @@ def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = Non
     order = []
     pos = 0
     for a, b in sorted(regions):
+        win = windows[(a, b)]
         order.extend(i for i in range(pos, a) if not drop[i])
         out: list = []
         for i in range(a, b):
@@ -2077,7 +2093,8 @@ def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = Non
                 continue
             need = res(op.deps)
             k = len(out)
-            while k > 0:
+            floor = 0 if win is None else max(0, k - win)
+            while k > floor:
                 prev = ops[out[k - 1]]
                 if out[k - 1] in need or prev.pipe == Pipe.BRANCH:
                     break
