@@ -224,10 +224,10 @@ def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: 
         c["shld_wavefronts"] - c["shld_ideal"], "conflict", "extra wavefronts caused by bank conflicts (loads)")
     put("shared_st_bank_conflicts", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
         c["shst_wavefronts"] - c["shst_ideal"], "conflict", "extra wavefronts caused by bank conflicts (stores)")
-    inst = max(1, c["inst"])
+    n_warps = max(1, trace.n_ctas * trace.warps_per_cta)
     for reason, cyc in res.stall_cycles.items():
-        put(f"stall_{reason}", f"smsp__average_warp_latency_issue_stalled_{reason}", cyc / inst,
-            "cycle/inst", f"warp cycles in state '{reason}' per issued instruction")
+        put(f"stall_{reason}", f"smsp__average_warp_latency_issue_stalled_{reason}.ratio", cyc / n_warps,
+            "cycle/warp", f"cycles a warp spent in state '{reason}', averaged over the warps launched")
     ctx = {
         "grid": list(trace.grid), "block": list(trace.block), "frontend": trace.frontend,
         "source_file": trace.source_file, "preset": gpu.preset, "clock_mhz": clock_mhz,
@@ -265,7 +265,8 @@ def format_report(r: Report) -> str:
                     key=lambda x: -x[0])
     if stalls:
         total = sum(v for v, _ in stalls)
-        lines.append(f"\nWarp states (cycles per issued instruction, total {total:.1f})")
+        sel = r.metrics["stall_selected"].value or 1.0
+        lines.append(f"\nWarp states (cycles per warp; per issued instruction: total {total / sel:.1f})")
         for v, m in stalls:
             lines.append(f"  {m.key[6:]:<{width}} {_fmt(v):>16} {100 * v / total:5.1f} %      {m.ncu}")
     if r.context.get("wall_s"):

@@ -38,6 +38,9 @@ NCU_METRICS: dict[str, tuple[str, str]] = {
     "shared_dynamic_bytes": ("launch__shared_mem_per_block_dynamic", "max"),
     "waves": ("launch__waves_per_multiprocessor", "max"),
 }
+for _r in ("selected", "not_selected", "long_scoreboard", "short_scoreboard", "barrier", "math_pipe_throttle",
+           "wait", "mio_throttle", "lg_throttle"):
+    NCU_METRICS[f"stall_{_r}"] = (f"smsp__average_warp_latency_issue_stalled_{_r}.ratio", "wavg:smsp__inst_executed.sum")
 
 
 @functools.lru_cache(maxsize=None)
