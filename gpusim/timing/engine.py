@@ -159,7 +159,6 @@ class Engine:
             self.next_cta += 1
             table, local = self.trace.table_of(cid)
             cta = CTA(cid, sm, table, local, t)
-            sm.account(t)
             wpc = table.warps_per_cta
             for i in range(wpc):
                 wi = local * wpc + i
@@ -193,7 +192,6 @@ class Engine:
     def warp_exit(self, w: Warp, t: float) -> None:
         cta = w.cta
         sm = cta.sm
-        sm.account(self.env.now)
         sm.resident_warps -= 1
         cta.live -= 1
         w.ready_at = INF
@@ -238,6 +236,24 @@ class Engine:
         cta.bar_arrived = []
         cta.bar_time = 0.0
 
+    def _active_cycles(self) -> float:
+        """Cycles during which each SM held at least one warp, summed over SMs (the union of its CTAs' spans)."""
+        per_sm: dict[int, list[tuple[float, float]]] = {}
+        for _cta, sm, t0, t1 in self.cta_spans:
+            per_sm.setdefault(sm, []).append((t0, t1))
+        total = 0.0
+        for spans in per_sm.values():
+            spans.sort()
+            cur0, cur1 = spans[0]
+            for a, b in spans[1:]:
+                if a > cur1:
+                    total += cur1 - cur0
+                    cur0, cur1 = a, b
+                elif b > cur1:
+                    cur1 = b
+            total += cur1 - cur0
+        return total
+
     # ---- run -----------------------------------------------------------------------------------------
     def run(self, progress=None) -> EngineResult:
         """Run the simulation to the end.  ``progress``, if given, is called with the number of CTAs retired
@@ -273,16 +289,14 @@ class Engine:
             raise RuntimeError(f"engine stopped with {self.n_ctas - self.ctas_done} CTAs unfinished "
                                f"(a barrier that never completes?)")
         end = self.t_last_cta
-        for sm in self.sms:
-            sm.account(end)
         cycles = end + self.gpu.chip.drain_cycles
         inst = sum(sc.issued for sm in self.sms for sc in sm.scheds)
         return EngineResult(
             cycles=cycles, occupancy=self.occ, inst_issued=inst,
             stall_cycles=dict(zip(STALL_REASONS, self.stall_cycles)),
             memory=self.mem.stats.as_dict(),
-            sm_active_cycles=sum(sm.active_cycles for sm in self.sms),
-            sm_warp_cycles=sum(sm.warp_cycles for sm in self.sms),
+            sm_active_cycles=self._active_cycles(),
+            sm_warp_cycles=sum(w[5] - w[4] for w in self.warp_info.values()),
             cta_spans=self.cta_spans, timeline=self.timeline, warps=self.warp_info,
             bandwidth_events=self.bw_events, launch_overhead_cycles=t0)
 

@@ -303,13 +303,3 @@ class SM:
         self.ctas: list[CTA] = []
         self.warp_rr = 0
         self.resident_warps = 0
-        self.last_change = 0.0
-        self.warp_cycles = 0.0      # integral of resident warps over time
-        self.active_cycles = 0.0    # time with at least one resident warp
-
-    def account(self, now: float) -> None:
-        dt = now - self.last_change
-        if dt > 0 and self.resident_warps:
-            self.warp_cycles += self.resident_warps * dt
-            self.active_cycles += dt
-        self.last_change = now
