@@ -39,9 +39,13 @@ the H100's Nsight Compute counts); this module decides how many units an op has:
   Register tiles in the MMA layout reach a blocked store through shared memory (STS, barrier, LDS/LDSM).
 
 Shared memory per CTA (bytes) = the largest, over loops (and the code outside loops), of: sum over that loop's
-pipelined loads of num_stages x tile bytes + staged dot operands (a loop-invariant one, like FlashAttention's Q,
-is staged once) + the largest reduction / layout-conversion scratch (Triton's allocator reuses memory between
-sequential loops).  Registers per thread: ``register_estimate``.
+pipelined loads of num_stages x tile bytes (num_stages - 1 for a load that reaches a dot only through other
+math) + staged dot operands (a loop-invariant one, like FlashAttention's Q, is staged once) + the largest
+reduction / layout-conversion scratch (Triton's allocator reuses memory between sequential loops).  This equals
+Triton 3.6's ``metadata.shared`` for every kernel of the suite.  Registers per thread: ``register_estimate``.
+Shared-memory accesses are modelled without bank conflicts: Triton's NVMMA 128-byte swizzle makes the staging
+stores, ldmatrix reads and conversion scratch conflict-free (the H100's small measured counts grow with the
+number of K iterations, not with the address pattern); a reduction's partials are read by their owner warps only.
 """
 from __future__ import annotations
 
@@ -629,7 +633,6 @@ class Stats:
 
     def __init__(self):
         self.regions: dict = {}           # innermost runtime loop (site key) or None -> Region
-        self.addr_regs: dict = {}         # memory sites -> 64-bit address regs
         self.mem_sites: dict = {}         # "file:line" -> vector decision
         self.dots: dict = {}
         self.flops = 0.0
@@ -689,6 +692,7 @@ class Recorder:
         self._staged: dict = {}
         self._div_setup: set = set()
         self._advanced: set = set()
+        self._reduce_setup = False
         self._const_done: set = set()
         self._const_keep: list = []
         # the program's fixed code: stack pointer, thread index, descriptors, its arguments, EXIT
@@ -1357,7 +1361,6 @@ class Recorder:
             if shape:
                 # loaded values: packed when vectorized, one register per element of a 2-byte scalar load
                 self._region().loads[site] = -(-lay.ept * max(eb, 4 if vec * eb < 4 else eb) // 4)
-        self.stats.addr_regs[site] = 2 * min(n_inst, 2)
         return site
 
     def store(self, ptr, val, mask, shape):
@@ -1387,7 +1390,6 @@ class Recorder:
         else:
             mem = _empty_access(self._n_warps(), vec * eb)
         self._emit(OpKind.STORE, Pipe.LSU, n_inst, deps, mem, label=f"STG.E.{vec * eb * 8}", line=line)
-        self.stats.addr_regs[site] = 2 * min(n_inst, 2)
 
     def atomic(self, out, ptr, val, mask, shape, op):
         file, line, site = C.user_site()
@@ -1711,7 +1713,7 @@ class Recorder:
             deps = [last]
         if warps > 1:
             eb = max(4, dt.itemsize)
-            if not getattr(self, "_reduce_setup", False):
+            if not self._reduce_setup:
                 self._reduce_setup = True
                 self._cost(K.REDUCE_SETUP, 1, (), line)
             # the partials are read back, reduced and written by the threads that own them: the first
