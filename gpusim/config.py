@@ -83,6 +83,7 @@ class L1Spec:
     bytes_per_clk: int             # tag/data throughput (one wavefront = this many bytes)
     cache_global_loads: bool
     max_outstanding_sectors: int   # miss-status entries per SM
+    lines_per_clk: float = 1.0     # distinct 128 B lines the tag stage looks up per clock
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,8 @@ def test_pipelining_structure():
     # every wait waits for a copy issued earlier; the copy of iteration i+S-1 precedes the MMA of iteration i
     for w in waits:
         assert len(ops[w].deps) == 1 and ops[ops[w].deps[0]].kind == OpKind.ASYNC_COPY
+    # nothing else waits for a copy's data: the group commit (LDGDEPBAR) and the address updates do not
+    assert all(ops[d].kind != OpKind.ASYNC_COPY for i, o in enumerate(ops) if i not in waits for d in o.deps)
     for i, m in enumerate(mmas):
         ahead = min(i + S - 1, steps - 1)
         assert sum(c < m for c in copies) == 2 * (ahead + 1)
@@ -410,3 +412,38 @@ def test_persistent_kernel_with_an_atomic_work_counter():
     np.testing.assert_array_equal(out, np.arange(20 * 32, dtype=np.float32))
     assert ctr[0] == 20 + 6                     # each program's last ticket is past the end
     assert tr.tables[0].active is not None      # programs leave the while loop at different iterations
+
+
+@triton.jit
+def square_half_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (x * x).to(tl.float16), mask=mask)
+
+
+def _reaches(ops, src: int, dst: int) -> bool:
+    seen, todo = set(), [dst]
+    while todo:
+        i = todo.pop()
+        if i == src:
+            return True
+        if i not in seen:
+            seen.add(i)
+            todo.extend(ops[i].deps)
+    return False
+
+
+def test_folded_fp16_math_keeps_the_dataflow_from_load_to_store():
+    # (x.to(fp32) * x.to(fp32)).to(fp16) is one HMUL2 per pair (the conversions fold away), but the store
+    # still waits for the load's data through it
+    x = RNG.standard_normal(4096).astype(np.float16)
+    y = np.zeros_like(x)
+    tr = trace_launch(square_half_kernel, (4,), [x, y, 4096], dict(BLOCK=1024, num_warps=4))
+    np.testing.assert_allclose(y.astype(np.float32), (x.astype(np.float32) ** 2).astype(np.float16), rtol=1e-3)
+    ops = tr.tables[0].ops
+    ld = [i for i, o in enumerate(ops) if o.kind == OpKind.LOAD]
+    st = [i for i, o in enumerate(ops) if o.kind == OpKind.STORE]
+    assert len(ld) == 1 and len(st) == 1
+    assert _reaches(ops, ld[0], st[0])
+    assert not any(o.label.startswith(("HADD2.F32", "F2FP")) for o in ops)     # no conversions were emitted

@@ -60,7 +60,8 @@ class MemorySystem:
         # --- L1 ---
         self.l1_lines = [OrderedDict() for _ in range(n_sm)]
         self.l1_capacity = max(1, l1_bytes // l1.line_bytes)
-        self.l1_free = [0.0] * n_sm              # L1TEX data stage: one wavefront per clock
+        self.l1_free = [0.0] * n_sm              # L1TEX stage: busy until (cycles)
+        self.l1_lines_per_clk = float(l1.lines_per_clk)
         self.l1_hit_latency = l1.hit_latency_cycles
         self.cache_global_loads = l1.cache_global_loads
         # --- L2 ---
@@ -212,10 +213,11 @@ class MemorySystem:
             return t
         free = self.l1_free[sm]
         t0 = t if t > free else free
-        self.l1_free[sm] = t0 + n
-        ready = t0 + n - 1 + self.l1_hit_latency
+        lpc = self.l1_lines_per_clk
+        ready = 0.0
         st = self.stats
         st.l1_ld_wavefronts += n
+        n_sec = 0
         part = self.sm_partition[sm]
         od = self.l1_lines[sm]
         cap = self.l1_capacity
@@ -231,7 +233,7 @@ class MemorySystem:
             line = lines[i]
             m = masks[i]
             nsec = POPCOUNT[m]
-            st.l1_ld_sectors += nsec
+            n_sec += nsec
             if use_l1:
                 have = od.get(line)
                 if have is not None:
@@ -251,7 +253,7 @@ class MemorySystem:
                 miss = m
             # L2 lookup, inlined for the common hit case
             sl = slices[i] if slices is not None else _hash(line) % n_slices
-            arr = t0 + (i - lo) + xbar
+            arr = t0 + (i - lo) / lpc + xbar
             free = slice_free[sl]
             start = arr if arr > free else free
             ns = POPCOUNT[miss]
@@ -270,7 +272,16 @@ class MemorySystem:
                 r = self._l2_miss(part, start, line, miss, sl, v, arr)
             if r > ready:
                 ready = r
-        return ready
+        st.l1_ld_sectors += n_sec
+        # tag stage: lpc lines per clock; data stage: one 128 B wavefront (4 sectors) per clock
+        busy = n / lpc
+        if n_sec > 4 * busy:
+            busy = n_sec / 4
+        if busy < 1:
+            busy = 1
+        self.l1_free[sm] = t0 + busy
+        done = t0 + busy - 1 + self.l1_hit_latency
+        return done if done > ready else ready
 
     def _l2_miss(self, part: int, start: float, line: int, miss: int, s: int, v, arr: float) -> float:
         """The rest of an L2 read whose sectors are not all present: fetch from DRAM, fill the line."""

@@ -742,7 +742,15 @@ class Recorder:
             if tag_loop is not None:
                 op.loop, op.it = tag_loop, len(tag_loop.iters) - 1
             last = op
-        return last
+        return last if last is not None else self._pass(deps, line)
+
+    def _pass(self, deps, line=None):
+        """The source of a value that costs no instruction (a folded conversion, a contracted multiply): ready
+        when its inputs are -- the one input itself, or a zero-instruction join of several."""
+        live = [x for x in deps if x is not None]
+        if len(live) <= 1:
+            return live[0] if live else None
+        return self._emit(OpKind.ALU, Pipe.FP32, 0, live, label="(folded)", line=line)
 
     def _n_warps(self):
         return self.P * self.W
@@ -1088,7 +1096,7 @@ class Recorder:
         shape = out.shape
         fold = self._folded(site, kind) if shape else None
         if fold == "free":
-            return None
+            return self._pass(deps, line)
         if fold == "half":
             units = sum(_ept_in(shape, L) for L in self._lays(out, site))
             return self._cost(K.HALF_OP, units, deps, line)
@@ -1316,7 +1324,8 @@ class Recorder:
             cp.loop = lp
             cp.it = len(lp.iters) - 1
             cp.flops = -distinct_values(shape, lay, ptr.aff, ptr.ax)     # (phantoms: addresses to advance)
-            self._cost(K.PIPE_LOAD_ITER, 1, [cp], line, tag_loop=lp)
+            # the group commit (LDGDEPBAR) does not wait for the copies: no dependence on them
+            self._cost(K.PIPE_LOAD_ITER, 1, [], line, tag_loop=lp)
             if n_pred:
                 self._cost(K.PIPE_MASK, n_pred, [mask.src], line, tag_loop=lp)
             lp.has_copies = True

@@ -175,4 +175,4 @@ REG_PER_EXTRA_LIBDEVICE_FN = 32
 #: registers per 64-bit address of a pointer advanced in a loop that feeds 2-byte loads: ptxas keeps part of them
 #: live and rebuilds the rest from a base each iteration (NARROW_LOAD_IN_LOOP), so 1.5 instead of 2
 #: (tl_matmul_1409_64x64x32: 96 registers, tl_matmul_1409_128x128x64: 254).
-REG_NARROW_ADDRESS = 1.5
+REG_NARROW_ADDRESS = 1.0

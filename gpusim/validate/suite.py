@@ -81,6 +81,8 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
 }
 
 KERNEL_FILES = sorted(CPU_PARAMS)
+#: kernels that are microbenchmarks, not suite cases: run by `validate collect` (micro) and `validate calibrate`
+MICRO_KERNEL_FILES = ["kernels/pointer_chase.py"]
 
 MM_CONFIGS = {
     # name: (BM, BN, BK, num_warps, num_stages): the Hopper config of the Triton tutorial and a small one
