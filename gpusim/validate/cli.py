@@ -1,6 +1,6 @@
 """``gpusim validate ...``: collect (on a GPU machine), calibrate, report.
 
-    gpusim validate report [--cases REGEX] [--html FILE] [--json FILE] [--skip-heavy] [--cache FILE]
+    gpusim validate report [--cases REGEX] [--html FILE] [--json FILE] [--skip-heavy] [--cache FILE] [-j N]
     gpusim validate calibrate [--write]
     gpusim validate collect --out FILE ...      (runs gpusim/validate/collect.py; needs a GPU)
 """
@@ -51,7 +51,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     from .records import device_info
     cases = _select(a.cases, a.skip_heavy, a.frontend)
     prog = StepProgress("cases", unit="case") if sys.stderr.isatty() else None
-    rows = compare(cases, a.gpu, progress=prog, cache=a.cache)
+    rows = compare(cases, a.gpu, progress=prog, cache=a.cache, jobs=a.jobs)
     print(format_rows(rows))
     print()
     info = device_info()
@@ -105,6 +105,7 @@ def add_parser(sub) -> None:
     r.add_argument("--json", metavar="FILE")
     r.add_argument("--html", metavar="FILE", help="write the plots (scatter, matmul sweep) as an HTML page")
     r.add_argument("--cache", metavar="FILE", help="reuse/store predictions in FILE (interactive work)")
+    r.add_argument("--jobs", "-j", type=int, default=1, help="simulate cases in this many processes")
     r.add_argument("--readme", action="store_true", help="rewrite README.md's Accuracy section and docs/accuracy.svg")
     r.set_defaults(fn=cmd_report)
     c = vs.add_parser("calibrate", help="fit the H100 preset's parameters to the microbenchmark records")
