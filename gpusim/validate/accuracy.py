@@ -68,7 +68,7 @@ def markdown(rows: list[Row], info: dict, note: str = "") -> str:
     lines = [f"Measured on one {info['gpu']} (driver {info['driver']}, CUDA {info['cuda']}, SM clock "
              f"{info['sm_clock_mhz']}), {info['date']}; {len(rows)} cases of `gpusim/validate/suite.py`, "
              "Nsight Compute counters under `--clock-control none` with cold caches. "
-             "Regenerate with `gpusim validate report --readme`.", ""]
+             "Regenerate with `gpusim validate report --skip-heavy -j 2 --readme`.", ""]
     if note:
         lines += [note, ""]
     lines += ["| metric | cases | MAPE | within 10% | within 20% | worst case |", "|---|---|---|---|---|---|"]

@@ -74,7 +74,10 @@ def cmd_report(a: argparse.Namespace) -> int:
                        for r in rows], f, indent=1)
     if a.readme:
         from .accuracy import update_readme
-        note = "" if a.cases is None and not a.skip_heavy else f"(selection: cases={a.cases!r}, skip_heavy={a.skip_heavy})"
+        note = ("" if a.cases is None else f"Selection: cases matching `{a.cases}`. ") + \
+            ("The cases tagged `heavy` (too slow to simulate on a small machine) are left out: see DEVIATIONS.md."
+             if a.skip_heavy else "")
+        note = note.strip()
         update_readme(rows, info, note)
         print("updated README.md (Accuracy) and docs/accuracy.svg", file=sys.stderr)
     if a.html:
