@@ -164,15 +164,15 @@ REDUCE_SETUP = [(INT, 5, "LOP3+ISETP+LEA")]
 #: operand fragments held in registers, loaded tiles, the 64-bit addresses of pointers advanced in a loop, the
 #: largest elementwise fp32 tile); the weights are a least-squares fit, rounded, to ptxas' counts of the 29
 #: distinct Triton kernels of the suite (records/timing.json n_regs): mean absolute error 8 registers, 11 %,
-#: worst 33 % (tl_matmul_1409_64x64x32: 128 vs 96, whose 2-byte loads ptxas rematerializes instead of keeping
-#: 32 pointers live).  The accumulator weight above 1 stands for the temporaries ptxas keeps next to it; the
+#: worst 31 % (tl_matmul_1409/2049_128x128x64, below).  The accumulator weight above 1 stands for the temporaries ptxas keeps next to it; the
 #: loaded-tile weight came out ~0 (their registers are reused by the temporaries counted elsewhere).
 #: REG_PER_EXTRA_LIBDEVICE_FN: tl_sincos fused sin+cos needs 55 registers where sin or cos alone needs 22.
 REG_BASE = 16
 REG_WEIGHTS = {"dot_accumulators": 1.5, "dot_results": 0.5, "dot_operand_fragments": 1.0, "loaded_tiles": 0.0,
                "addresses": 1.0, "elementwise": 0.625}
 REG_PER_EXTRA_LIBDEVICE_FN = 32
-#: registers per 64-bit address of a pointer advanced in a loop that feeds 2-byte loads: ptxas keeps part of them
-#: live and rebuilds the rest from a base each iteration (NARROW_LOAD_IN_LOOP), so 1.5 instead of 2
-#: (tl_matmul_1409_64x64x32: 96 registers, tl_matmul_1409_128x128x64: 254).
+#: registers per 64-bit address of a pointer advanced in a loop that feeds 2-byte loads: ptxas rebuilds part of
+#: them from a base each iteration (NARROW_LOAD_IN_LOOP): 1 instead of 2 gives tl_matmul_1409_64x64x32's 96
+#: exactly (which decides its occupancy: 5 CTAs per SM, not 4).  The 128x128x64 variant keeps more of its 64
+#: addresses (ptxas: 254, estimate 176): see DEVIATIONS.md.
 REG_NARROW_ADDRESS = 1.0
