@@ -84,6 +84,7 @@ KERNEL_FILES = sorted(CPU_PARAMS)
 #: cases whose register count the estimate misses by more than its stated error (20%), each explained in
 #: DEVIATIONS.md; the gates hold them to 35% instead
 REGISTER_DEVIATIONS = frozenset({"tl_matmul_1409_128x128x64", "tl_matmul_2049_128x128x64"})
+REGISTER_DEVIATION_TOL = 0.35
 #: kernels that are microbenchmarks, not suite cases: run by `validate collect` (micro) and `validate calibrate`
 MICRO_KERNEL_FILES = ["kernels/pointer_chase.py"]
 
