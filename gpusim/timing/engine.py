@@ -11,6 +11,7 @@ Observation never changes timing: the optional timeline is appended to, never re
 """
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from .occupancy import Occupancy, occupancy
 from .sm import CTA, SM, STALL_REASONS, Warp
 
 INF = math.inf
+_MMA_KIND, _ALU_KIND, _SHARED_SPACE = int(OpKind.MMA), int(OpKind.ALU), int(Space.SHARED)
 
 
 @dataclass
@@ -58,7 +60,6 @@ class Engine:
         self.trace = trace
         self.gpu = gpu
         self.env = simpy.Environment()
-        self.never = self.env.event()
         sm = gpu.sm
         self.occ = occupancy(gpu, trace.threads_per_cta, trace.regs_per_thread, trace.shared_bytes_per_cta,
                              trace.name)
@@ -99,50 +100,87 @@ class Engine:
         self.warp_info: dict[int, list] = {}
         self._uid = 0
         self._compiled: dict[int, list[tuple]] = {}
-        self._mem_cache: dict[tuple[int, int], tuple[list, list, list, list]] = {}
-        self._stream_cache: dict[int, tuple[list[list[int]], list[int] | None]] = {}
+        self._reasons: dict[int, list[int]] = {}
+        self._mem_cache: dict[tuple[int, int], tuple] = {}
+        self._stream_cache: dict[int, tuple[list[list[tuple]], list[int] | None]] = {}
         self._table_index = {id(t): i for i, t in enumerate(trace.tables)}
 
     # ---- trace access (cached per table/op) ---------------------------------------------------------
-    def mem_lists(self, table: OpTable, k: int):
+    def mem_arrays(self, table: OpTable, k: int):
+        """Op ``k``'s coalesced requests: (lines, sector masks, per-warp start offsets as a list, L2 slices).
+        The arrays stay numpy (a warp's slice is converted when it issues) so that a long run holds no
+        per-line Python objects."""
         key = (id(table), k)
         v = self._mem_cache.get(key)
         if v is None:
             m = table.ops[k].mem
-            v = (m.line.tolist(), m.smask.tolist(), m.ptr.tolist(), self.mem.slices_of(m.line))
+            v = (m.line, m.smask, m.ptr.tolist(), self.mem.slices_of(m.line))
             self._mem_cache[key] = v
         return v
 
     def compiled(self, table: OpTable) -> list[tuple]:
-        """Per op of ``table``: (kind, pipe, n_inst, deps, pipe cycles, warp cycles per inst, op) -- the
-        fields the scheduler's inner loop reads, unpacked once per table."""
+        """Per op of ``table``, the fields the scheduler's inner loop reads, unpacked once per table:
+        (op index, kind, pipe, n_inst, deps, pipe cycles, warp cycles per inst, x, op) where ``x`` is the
+        result latency of an ALU op, the tensor-pipe busy cycles of an MMA, and for a memory op whether it
+        is a shared-memory access."""
         c = self._compiled.get(id(table))
         if c is None:
-            pc, wc = self.pipe_cycles, self.warp_inst_cycles
-            c = [(int(op.kind), int(op.pipe), op.n_inst, op.deps, pc[op.pipe], wc[op.pipe], op) for op in table.ops]
+            pc, wc, lat = self.pipe_cycles, self.warp_inst_cycles, self.pipe_latency
+            c = []
+            for k, op in enumerate(table.ops):
+                kind, pipe = int(op.kind), int(op.pipe)
+                if kind == _MMA_KIND:
+                    x = op.flops / self.tensor_flops_per_clk_smsp.get(op.mma_dtype, self.tensor_default)
+                elif kind == _ALU_KIND:
+                    x = lat[pipe]
+                else:
+                    x = op.mem is not None and int(op.mem.space) == _SHARED_SPACE
+                c.append((k, kind, pipe, op.n_inst, op.deps, pc[pipe], wc[pipe], x, op))
             self._compiled[id(table)] = c
         return c
+
+    def stall_reason_of(self, table: OpTable) -> list[int]:
+        """Per op of ``table``: the stall reason (index into ``STALL_REASONS``) of a warp waiting for its result:
+        long_scoreboard for global/local memory, short_scoreboard for shared memory, tensor_wait for an MMA,
+        wait for a fixed-latency ALU result."""
+        r = self._reasons.get(id(table))
+        if r is None:
+            r = []
+            for op in table.ops:
+                kind = int(op.kind)
+                if kind == _MMA_KIND:
+                    r.append(9)
+                elif kind == _ALU_KIND:
+                    r.append(6)
+                elif op.mem is not None and int(op.mem.space) == _SHARED_SPACE:
+                    r.append(3)
+                else:
+                    r.append(2)
+            self._reasons[id(table)] = r
+        return r
 
     def lanes_of(self, table: OpTable, k: int, wi: int) -> int:
         return 32 if table.active is None else int(table.active[k, wi])
 
-    def _stream(self, table: OpTable, wi: int) -> list[int]:
-        """The op indices warp ``wi`` of ``table`` executes (its column of ``active`` is non-zero)."""
+    def _stream(self, table: OpTable, wi: int) -> list[tuple]:
+        """What warp ``wi`` of ``table`` executes: the compiled ops (``compiled``) whose column of ``active``
+        is non-zero, in order."""
         cached = self._stream_cache.get(id(table))
         if cached is None:
+            cops = self.compiled(table)
             if table.active is None:
-                cached = ([list(range(len(table.ops)))], None)
+                cached = ([cops], None)
             else:
                 bits = np.packbits(table.active.T != 0, axis=1)
                 index: dict[bytes, int] = {}
-                streams: list[list[int]] = []
+                streams: list[list[tuple]] = []
                 inverse = []
                 for w in range(bits.shape[0]):
                     key = bits[w].tobytes()
                     j = index.get(key)
                     if j is None:
                         j = index[key] = len(streams)
-                        streams.append(np.flatnonzero(table.active[:, w]).tolist())
+                        streams.append([cops[k] for k in np.flatnonzero(table.active[:, w]).tolist()])
                     inverse.append(j)
                 cached = (streams, inverse)
             self._stream_cache[id(table)] = cached
@@ -195,6 +233,7 @@ class Engine:
         sm.resident_warps -= 1
         cta.live -= 1
         w.ready_at = INF
+        w.pending = {}                 # its scoreboard is dead: free it (most of a long run's live objects)
         self.warp_info[w.uid][5] = t
         if cta.bar_arrived and len(cta.bar_arrived) == cta.live:
             self._release_barrier(cta)
@@ -282,7 +321,16 @@ class Engine:
 
         ev = self.env.timeout(t0)
         ev.callbacks.append(start)
-        self.env.run()
+        # The run allocates millions of small tuples that all die young; Python's cyclic collector would rescan
+        # the long-lived ones (trace, caches) again and again.  Nothing here forms reference cycles that must be
+        # collected during the run, so the collector pauses for its duration.
+        gc_was_on = gc.isenabled()
+        gc.disable()
+        try:
+            self.env.run()
+        finally:
+            if gc_was_on:
+                gc.enable()
         if progress is not None and self.ctas_done and self._progress_next - self._progress_stride != self.ctas_done:
             progress(self.ctas_done)
         if self.ctas_done != self.n_ctas:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
+
 from ..config import GPUConfig
 
 POPCOUNT = [bin(i).count("1") for i in range(256)]
@@ -74,6 +76,8 @@ class MemorySystem:
         self.slice_partition = slice_partition
         # latency[sm_partition][slice_partition] (load-to-use, cycles)
         self.l2_latency = sm_to_slice_latency
+        # the same per slice: l2_latency_by_slice[sm partition][slice]
+        self.l2_latency_by_slice = [[row[p] for p in slice_partition] for row in sm_to_slice_latency]
         self.xbar_cycles = max(1, (min(min(r) for r in sm_to_slice_latency) - self.l1_hit_latency) // 2)
         fetch_sectors = l2.fetch_bytes // l2.sector_bytes
         # expand a miss mask to whole fetch blocks (e.g. 64 B = aligned sector pairs)
@@ -150,13 +154,12 @@ class MemorySystem:
             if dirty:
                 self._dram(t, victim, dirty, True)
 
-    def slices_of(self, lines) -> "list[int]":
+    def slices_of(self, lines) -> np.ndarray:
         """L2 slice of each line (vectorized form of ``slice_of``)."""
-        import numpy as np
         a = np.asarray(lines, dtype=np.uint64)
         with np.errstate(over="ignore"):
             h = (a * np.uint64(_MIX)) >> np.uint64(29)
-        return (h % np.uint64(self.n_slices)).astype(np.int64).tolist()
+        return (h % np.uint64(self.n_slices)).astype(np.int32)
 
     def l2_write(self, sm_part: int, t: float, line: int, mask: int) -> None:
         """Store sectors ``mask`` of ``line`` into L2 (write-back, no fetch: byte masks are kept)."""
@@ -204,61 +207,71 @@ class MemorySystem:
         return t + self.atomic_latency + wait + max(0.0, delay)
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
-    def load(self, sm: int, t: float, lines, masks, lo: int, hi: int, use_l1: bool, slices=None) -> float:
-        """A warp's global/local load of ``lines[lo:hi]`` issued at ``t``; return when all data is back.
-
-        ``slices`` (optional) holds each line's L2 slice, precomputed with ``slices_of``."""
-        n = hi - lo
+    def load(self, sm: int, t: float, lines: list, masks: list, use_l1: bool, slices: list | None = None) -> float:
+        """A warp's global/local load of ``lines`` (sector masks ``masks``) issued at ``t``; return when all
+        data is back.  ``slices`` (optional) holds each line's L2 slice, precomputed with ``slices_of``."""
+        n = len(lines)
         if n <= 0:
             return t
         free = self.l1_free[sm]
         t0 = t if t > free else free
         lpc = self.l1_lines_per_clk
+        step = 1.0 / lpc
         ready = 0.0
         st = self.stats
-        st.l1_ld_wavefronts += n
-        n_sec = 0
+        l1_hit = 0
+        l2_rd = 0
+        l2_hit = 0
         part = self.sm_partition[sm]
-        od = self.l1_lines[sm]
-        cap = self.l1_capacity
-        n_slices = self.n_slices
-        xbar = self.xbar_cycles
         slice_free = self.slice_free
         sec_cyc = self.sector_cycles
         l2_sets = self.l2_sets
-        lat_row = self.l2_latency[part]
-        slice_part = self.slice_partition
+        lat = self.l2_latency_by_slice[part]
         obs = self.observers
-        for i in range(lo, hi):
-            line = lines[i]
-            m = masks[i]
-            nsec = POPCOUNT[m]
-            n_sec += nsec
-            if use_l1:
+        xbar = self.xbar_cycles
+        if slices is None:
+            n_slices = self.n_slices
+            slices = [_hash(x) % n_slices for x in lines]
+        if use_l1:
+            # the L1 tag lookup: what misses goes on to L2 (j: the line's place in the warp's request)
+            od = self.l1_lines[sm]
+            cap = self.l1_capacity
+            n_sec = 0
+            js, ls, ms, ss = [], [], [], []
+            for j, line, m, sl in zip(range(n), lines, masks, slices):
+                nsec = POPCOUNT[m]
+                n_sec += nsec
                 have = od.get(line)
                 if have is not None:
                     od.move_to_end(line)
                     miss = m & ~have
                     if not miss:
-                        st.l1_ld_hit_sectors += nsec
+                        l1_hit += nsec
                         continue
-                    st.l1_ld_hit_sectors += nsec - POPCOUNT[miss]
+                    l1_hit += nsec - POPCOUNT[miss]
                     od[line] = have | m
                 else:
                     miss = m
                     od[line] = m
                     if len(od) > cap:
                         od.popitem(last=False)
-            else:
-                miss = m
-            # L2 lookup, inlined for the common hit case
-            sl = slices[i] if slices is not None else _hash(line) % n_slices
-            arr = t0 + (i - lo) / lpc + xbar
+                js.append(j)
+                ls.append(line)
+                ms.append(miss)
+                ss.append(sl)
+            to_l2 = zip(js, ls, ms, ss)
+        else:
+            n_sec = -1
+            to_l2 = zip(range(n), lines, masks, slices)
+        for j, line, miss, sl in to_l2:
+            # L2 lookup, inlined for the common hit case; the line reaches its slice when the tag stage
+            # (lpc lines per clock) has sent it, plus the crossbar
+            arr = t0 + j * step + xbar
+            ns = POPCOUNT[miss]
             free = slice_free[sl]
             start = arr if arr > free else free
-            ns = POPCOUNT[miss]
             slice_free[sl] = start + ns * sec_cyc
-            st.l2_rd_sectors += ns
+            l2_rd += ns
             if obs:
                 for f in obs:
                     f(start, "l2_read", ns * 32)
@@ -266,13 +279,19 @@ class MemorySystem:
             v = sset.get(line)
             if v is not None and not (miss & ~v & 15):
                 sset.move_to_end(line)
-                st.l2_rd_hit_sectors += ns
-                r = start - xbar + lat_row[slice_part[sl]]
+                l2_hit += ns
+                r = start - xbar + lat[sl]
             else:
                 r = self._l2_miss(part, start, line, miss, sl, v, arr)
             if r > ready:
                 ready = r
+        if n_sec < 0:
+            n_sec = l2_rd
+        st.l1_ld_wavefronts += n
         st.l1_ld_sectors += n_sec
+        st.l1_ld_hit_sectors += l1_hit
+        st.l2_rd_sectors += l2_rd
+        st.l2_rd_hit_sectors += l2_hit
         # tag stage: lpc lines per clock; data stage: one 128 B wavefront (4 sectors) per clock
         busy = n / lpc
         if n_sec > 4 * busy:
@@ -303,9 +322,9 @@ class MemorySystem:
             self._l2_insert(sset, line, fetch, start)
         return arr - self.xbar_cycles + (start - arr) + self.dram_latency + delay
 
-    def store(self, sm: int, t: float, lines, masks, lo: int, hi: int) -> float:
+    def store(self, sm: int, t: float, lines: list, masks: list) -> float:
         """A warp's global store: L1 write-through without allocation (a cached copy is updated)."""
-        n = hi - lo
+        n = len(lines)
         if n <= 0:
             return t
         free = self.l1_free[sm]
@@ -314,18 +333,17 @@ class MemorySystem:
         st = self.stats
         part = self.sm_partition[sm]
         od = self.l1_lines[sm]
-        for i in range(lo, hi):
-            line = lines[i]
-            m = masks[i]
+        for j, line, m in zip(range(n), lines, masks):
             st.l1_st_sectors += POPCOUNT[m]
             have = od.get(line)
             if have is not None:
                 od[line] = have | m
-            self.l2_write(part, t0 + (i - lo), line, m)
+            self.l2_write(part, t0 + j, line, m)
         return t0 + n
 
-    def atomic(self, sm: int, t: float, lines, masks, lo: int, hi: int, lanes: int) -> float:
-        n = hi - lo
+    def atomic(self, sm: int, t: float, lines: list, masks: list, lanes: int) -> float:
+        """A warp's global atomic on ``lanes`` lanes, performed at the L2 slices; return when results are back."""
+        n = len(lines)
         if n <= 0:
             return t
         free = self.l1_free[sm]
@@ -334,9 +352,9 @@ class MemorySystem:
         part = self.sm_partition[sm]
         ready = t0
         per_line = max(1, lanes // n)
-        for i in range(lo, hi):
-            self.l1_lines[sm].pop(lines[i], None)
-            r = self.l2_atomic(part, t0 + (i - lo), lines[i], masks[i], per_line)
+        for j, line, m in zip(range(n), lines, masks):
+            self.l1_lines[sm].pop(line, None)
+            r = self.l2_atomic(part, t0 + j, line, m, per_line)
             if r > ready:
                 ready = r
         return ready

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import simpy
+from simpy.events import NORMAL, URGENT
 
 from ..trace import OpKind, Pipe, Space
 
@@ -38,17 +39,28 @@ _TENSOR = int(Pipe.TENSOR)
 N_PIPES = len(Pipe)
 
 
+class _Wake:
+    """A simpy event that calls a scheduler back (cheaper than a generator process's resume)."""
+
+    __slots__ = ("callbacks", "_ok", "gen")
+
+    def __init__(self, fn, gen: int):
+        self.callbacks = [fn]
+        self._ok = True
+        self.gen = gen
+
+
 class CTA:
     """A resident thread block: its warps, barrier state and where it runs."""
 
     __slots__ = ("cta_id", "sm", "warps", "live", "bar_arrived", "bar_time", "t_start", "t_end", "table",
-                 "local_index", "cops")
+                 "local_index", "reasons")
 
     def __init__(self, cta_id: int, sm: "SM", table, local_index: int, t: float):
         self.cta_id = cta_id
         self.sm = sm
         self.table = table
-        self.cops = sm.engine.compiled(table)
+        self.reasons = sm.engine.stall_reason_of(table)
         self.local_index = local_index
         self.warps: list[Warp] = []
         self.live = 0
@@ -59,12 +71,13 @@ class CTA:
 
 
 class Warp:
-    """One resident warp: its instruction stream (op indices), program counter and scoreboard."""
+    """One resident warp: its instruction stream (compiled ops, see ``Engine.compiled``), program counter and
+    scoreboard."""
 
     __slots__ = ("uid", "cta", "wi", "stream", "pc", "ready_at", "pending", "reason", "sched", "slot",
                  "t_arrive", "done", "in_cta")
 
-    def __init__(self, uid: int, cta: CTA, wi: int, in_cta: int, stream: list[int], t: float):
+    def __init__(self, uid: int, cta: CTA, wi: int, in_cta: int, stream: list[tuple], t: float):
         self.uid = uid
         self.cta = cta
         self.wi = wi            # warp index inside its OpTable
@@ -72,7 +85,7 @@ class Warp:
         self.stream = stream
         self.pc = 0
         self.ready_at = t
-        self.pending: dict[int, tuple[float, int]] = {}   # op index -> (ready time, stall reason index)
+        self.pending: dict[int, float] = {}   # op index -> when its result is ready (its stall reason: CTA.reasons)
         self.reason = 0
         self.sched = None
         self.slot = 0
@@ -93,7 +106,14 @@ class WarpScheduler:
         self.sleeping = False
         self.last: Warp | None = None
         self.issued = 0
-        self.proc = self.env.process(self.run())
+        self.tl = 0.0           # the scheduler's local clock (cycles), see run()
+        self.gen = 0            # generation of the wake-up that counts; older ones are stale
+        self._at(0.0, URGENT)
+
+    def _at(self, delay: float, priority) -> None:
+        """Have simpy call ``run`` after ``delay`` cycles."""
+        ev = _Wake(self.run, self.gen)
+        self.env.schedule(ev, priority, delay)
 
     def add(self, w: Warp) -> None:
         w.sched = self
@@ -101,24 +121,31 @@ class WarpScheduler:
         self.wake()
 
     def wake(self) -> None:
+        """A warp of this scheduler may have become ready: a sleeping scheduler runs again now (its timed
+        wake-up, if any, goes stale)."""
         if self.sleeping:
             self.sleeping = False
-            self.proc.interrupt()
+            self.gen += 1
+            self._at(0.0, URGENT)
 
-    def run(self):
-        """The scheduler's process.  It keeps a local clock ``tl`` that may run up to ``QUANTUM`` cycles ahead
-        of simpy's clock, so that many short intervals cost one simpy event; it yields whenever it gets
-        further ahead, and sleeps (interruptibly) when no warp can issue before then."""
+    def run(self, ev: "_Wake") -> None:
+        """The scheduler, called back by simpy.  It keeps a local clock ``tl`` that may run up to ``QUANTUM``
+        cycles ahead of simpy's clock, so that many short intervals cost one simpy event; it returns (after
+        booking its next call) whenever it gets further ahead, and sleeps when no warp can issue before then:
+        a timed call when a warp becomes ready, or none, until ``wake``."""
+        if ev.gen != self.gen:
+            return
+        self.sleeping = False
         env = self.env
         eng = self.engine
         lrr = eng.policy_lrr
         stall = eng.stall_cycles
-        tl = 0.0
+        tl = self.tl
+        now = env.now
+        warps = self.warps
         while True:
-            now = env.now
             if tl < now:
                 tl = now
-            warps = self.warps
             w = None
             soonest = INF
             last = self.last
@@ -138,21 +165,16 @@ class WarpScheduler:
                     if ra < soonest:
                         soonest = ra
             if w is None:
+                self.tl = tl
                 if not warps and eng.all_dispatched:
                     return
                 if soonest - now < QUANTUM:
                     tl = soonest          # a warp is ready soon: move the local clock, no event
                     continue
                 self.sleeping = True
-                try:
-                    if soonest < INF:
-                        yield env.timeout(soonest - now)
-                    else:
-                        yield eng.never
-                except simpy.Interrupt:
-                    pass
-                self.sleeping = False
-                continue
+                if soonest < INF:
+                    self._at(soonest - now, NORMAL)
+                return
             ra = w.ready_at
             if ra < tl:
                 stall[1] += tl - ra       # ready but not chosen
@@ -164,18 +186,18 @@ class WarpScheduler:
                 eng.warp_exit(w, w.ready_at)
             tl += n_issued
             if tl - now >= QUANTUM:
-                yield env.timeout(tl - now)
+                self.tl = tl
+                self._at(tl - now, NORMAL)
+                return
 
     def advance(self, w: Warp, now: float) -> int:
         """Run warp ``w`` from ``now`` through one interval; return the issue slots it used."""
-        eng = self.engine
         cta = w.cta
-        table = cta.table
-        cops = cta.cops
+        reasons = cta.reasons
         stream = w.stream
         pend = w.pending
+        pget = pend.get
         pipe_free = self.pipe_free
-        stall = eng.stall_cycles
         t = now
         issued = 0
         limit = now + WINDOW
@@ -184,27 +206,30 @@ class WarpScheduler:
         pc = w.pc
         pc0 = pc
         while pc < n:
-            k = stream[pc]
-            kind, p, ni, deps, cyc, per_inst, op = cops[k]
+            k, kind, p, ni, deps, cyc, per_inst, x, op = stream[pc]
             if deps:
                 dep_t = 0.0
-                reason = 6
+                dk = -1
                 for d in deps:
-                    q = pend.get(d)
-                    if q is not None and q[0] > dep_t:
-                        dep_t, reason = q
-                if dep_t > t and reason == 6 and dep_t - t <= WINDOW:
-                    t = dep_t         # a short fixed-latency dependence: wait inside the interval
-                elif dep_t > t:
-                    # the scoreboard stops the warp until the data is back
-                    w.pc = pc
-                    t_end = self._end_interval(w, now, t, issued, throttle, pc0)
-                    w.ready_at = dep_t
-                    w.reason = reason
-                    stall[reason] += dep_t - t_end
-                    if eng.timeline is not None:
-                        eng.timeline.append((self.sm.index, self.index, w.uid, t_end, dep_t, reason, k, k))
-                    return issued
+                    r = pget(d, 0.0)
+                    if r > dep_t:
+                        dep_t = r
+                        dk = d
+                if dep_t > t:
+                    reason = reasons[dk]
+                    if reason == 6 and dep_t - t <= WINDOW:
+                        t = dep_t     # a short fixed-latency dependence: wait inside the interval
+                    else:
+                        # the scoreboard stops the warp until the data is back
+                        w.pc = pc
+                        t_end = self._end_interval(w, now, t, issued, throttle, pc0)
+                        w.ready_at = dep_t
+                        w.reason = reason
+                        eng = self.engine
+                        eng.stall_cycles[reason] += dep_t - t_end
+                        if eng.timeline is not None:
+                            eng.timeline.append((self.sm.index, self.index, w.uid, t_end, dep_t, reason, k, k))
+                        return issued
             if kind == _ALU:
                 pf = pipe_free[p]
                 if pf > t:
@@ -214,19 +239,18 @@ class WarpScheduler:
                 t += ni * per_inst
                 if deps:
                     # a result on a dependence chain from a load: its consumers wait for the pipe latency
-                    pend[k] = (t + eng.pipe_latency[p], 6)
+                    pend[k] = t + x
             elif kind == _BAR:
                 w.pc = pc + 1
                 issued += ni
                 t_end = self._end_interval(w, now, t + ni, issued, throttle, pc0)
-                eng.barrier_arrive(w, t_end)
+                self.engine.barrier_arrive(w, t_end)
                 return issued
             elif kind == _MMA:
                 pf = pipe_free[_TENSOR]
                 start = t if t > pf else pf
-                busy = op.flops / eng.tensor_flops_per_clk_smsp.get(op.mma_dtype, eng.tensor_default)
-                pipe_free[_TENSOR] = start + busy
-                pend[k] = (start + busy + eng.mma_latency, 9)
+                pipe_free[_TENSOR] = start + x
+                pend[k] = start + x + self.engine.mma_latency
                 t = start + ni
             elif kind == _AWAIT:
                 t += ni          # cp.async.wait_group: its deps (the copies) were checked above
@@ -238,13 +262,13 @@ class WarpScheduler:
                     t = pf
                 pipe_free[_LSU] = t + ni * cyc
                 t += ni
-                m = op.mem
-                if m.space == _SHARED:
-                    ready = eng.mem.shared(self.sm.index, t, int(m.wavefronts[w.wi]), eng.shared_latency)
+                if x:
+                    eng = self.engine
+                    ready = eng.mem.shared(self.sm.index, t, int(op.mem.wavefronts[w.wi]), eng.shared_latency)
                     if kind != _STORE:
-                        pend[k] = (ready, 3)
+                        pend[k] = ready
                 else:
-                    self._memory(w, table, k, kind, m, t)
+                    self._memory(w, cta.table, k, kind, op.mem, t)
             issued += ni
             pc += 1
             if t > limit or issued >= MAX_INTERVAL_INST:
@@ -259,19 +283,25 @@ class WarpScheduler:
         """Send a memory instruction issued at ``t`` into the memory system; note when its data is back."""
         eng = self.engine
         mem = eng.mem
-        sm_id = self.sm.index
-        lines, masks, ptr, slices = eng.mem_lists(table, k)
-        lo = ptr[w.wi]
-        hi = ptr[w.wi + 1]
+        line_a, mask_a, ptr, slice_a = eng.mem_arrays(table, k)
+        wi = w.wi
+        lo = ptr[wi]
+        hi = ptr[wi + 1]
+        if lo == hi:
+            if kind != _STORE:
+                w.pending[k] = t
+            return
+        lines = line_a[lo:hi].tolist()
+        masks = mask_a[lo:hi].tolist()
         if kind == _LOAD:
-            w.pending[k] = (mem.load(sm_id, t, lines, masks, lo, hi, eng.cache_loads_l1 or m.space == _LOCAL,
-                                     slices), 2)
+            w.pending[k] = mem.load(self.sm.index, t, lines, masks, eng.cache_loads_l1 or m.space == _LOCAL,
+                                    slice_a[lo:hi].tolist())
         elif kind == _STORE:
-            mem.store(sm_id, t, lines, masks, lo, hi)
+            mem.store(self.sm.index, t, lines, masks)
         elif kind == _ACOPY:
-            w.pending[k] = (mem.load(sm_id, t, lines, masks, lo, hi, m.bytes_per_lane < 16, slices), 2)
+            w.pending[k] = mem.load(self.sm.index, t, lines, masks, m.bytes_per_lane < 16, slice_a[lo:hi].tolist())
         elif kind == _ATOM:
-            w.pending[k] = (mem.atomic(sm_id, t, lines, masks, lo, hi, eng.lanes_of(table, k, w.wi)), 2)
+            w.pending[k] = mem.atomic(self.sm.index, t, lines, masks, eng.lanes_of(table, k, w.wi))
 
     def _end_interval(self, w: Warp, now: float, t: float, issued: int, throttle: float, pc0: int) -> float:
         """Account the interval's warp-cycles (issue slots, pipe throttling, dependent-issue waits); the warp
@@ -289,7 +319,7 @@ class WarpScheduler:
         w.ready_at = end
         tl = self.engine.timeline
         if tl is not None and w.pc > pc0:
-            tl.append((self.sm.index, self.index, w.uid, now, end, 0, w.stream[pc0], w.stream[w.pc - 1]))
+            tl.append((self.sm.index, self.index, w.uid, now, end, 0, w.stream[pc0][0], w.stream[w.pc - 1][0]))
         return end
 
 
