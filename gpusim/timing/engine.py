@@ -121,8 +121,8 @@ class Engine:
     def compiled(self, table: OpTable) -> list[tuple]:
         """Per op of ``table``, the fields the scheduler's inner loop reads, unpacked once per table:
         (op index, kind, pipe, n_inst, deps, pipe cycles, warp cycles per inst, x, op) where ``x`` is the
-        result latency of an ALU op, the tensor-pipe busy cycles of an MMA, and for a memory op whether it
-        is a shared-memory access."""
+        result latency of an ALU op, the tensor-pipe busy cycles of an MMA, the wavefronts of each warp of a
+        shared-memory access, and None for a global/local memory op."""
         c = self._compiled.get(id(table))
         if c is None:
             pc, wc, lat = self.pipe_cycles, self.warp_inst_cycles, self.pipe_latency
@@ -133,8 +133,10 @@ class Engine:
                     x = op.flops / self.tensor_flops_per_clk_smsp.get(op.mma_dtype, self.tensor_default)
                 elif kind == _ALU_KIND:
                     x = lat[pipe]
+                elif op.mem is not None and int(op.mem.space) == _SHARED_SPACE:
+                    x = op.mem.wavefronts.tolist()      # per warp of the table
                 else:
-                    x = op.mem is not None and int(op.mem.space) == _SHARED_SPACE
+                    x = None
                 c.append((k, kind, pipe, op.n_inst, op.deps, pc[pipe], wc[pipe], x, op))
             self._compiled[id(table)] = c
         return c

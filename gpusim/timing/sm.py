@@ -149,22 +149,26 @@ class WarpScheduler:
             w = None
             soonest = INF
             last = self.last
-            if last is not None and not lrr and not last.done and last.ready_at <= tl:
-                w = last
-            else:
+            if lrr:
                 start = 0
-                if lrr and last is not None and last in warps:
+                if last is not None and last in warps:
                     start = warps.index(last) + 1
                 n = len(warps)
                 for k in range(n):
-                    c = warps[(start + k) % n] if lrr else warps[k]
-                    ra = c.ready_at
-                    if ra <= tl:
+                    c = warps[(start + k) % n]
+                    if c.ready_at <= tl:
                         w = c
                         break
-                    if ra < soonest:
-                        soonest = ra
+            elif last is not None and not last.done and last.ready_at <= tl:
+                w = last
+            else:
+                for c in warps:
+                    if c.ready_at <= tl:
+                        w = c
+                        break
             if w is None:
+                if warps:
+                    soonest = min([c.ready_at for c in warps])
                 self.tl = tl
                 if not warps and eng.all_dispatched:
                     return
@@ -191,9 +195,13 @@ class WarpScheduler:
                 return
 
     def advance(self, w: Warp, now: float) -> int:
-        """Run warp ``w`` from ``now`` through one interval; return the issue slots it used."""
+        """Run warp ``w`` from ``now`` through one interval; return the issue slots it used.
+
+        The interval ends at a scoreboard wait for a result still in flight, at a barrier, or ``WINDOW``
+        cycles on.  Its warp-cycles are accounted: issue slots (``selected``), pipe throttling, and waits on
+        fixed-latency results inside the interval; the warp is next ready when both its own clock ``t`` and its
+        issue slots are through."""
         cta = w.cta
-        reasons = cta.reasons
         stream = w.stream
         pend = w.pending
         pget = pend.get
@@ -203,8 +211,8 @@ class WarpScheduler:
         limit = now + WINDOW
         throttle = 0.0
         n = len(stream)
-        pc = w.pc
-        pc0 = pc
+        pc = pc0 = w.pc
+        stop = 0                  # 1: scoreboard wait, 2: barrier
         while pc < n:
             k, kind, p, ni, deps, cyc, per_inst, x, op = stream[pc]
             if deps:
@@ -216,20 +224,12 @@ class WarpScheduler:
                         dep_t = r
                         dk = d
                 if dep_t > t:
-                    reason = reasons[dk]
+                    reason = cta.reasons[dk]
                     if reason == 6 and dep_t - t <= WINDOW:
                         t = dep_t     # a short fixed-latency dependence: wait inside the interval
                     else:
-                        # the scoreboard stops the warp until the data is back
-                        w.pc = pc
-                        t_end = self._end_interval(w, now, t, issued, throttle, pc0)
-                        w.ready_at = dep_t
-                        w.reason = reason
-                        eng = self.engine
-                        eng.stall_cycles[reason] += dep_t - t_end
-                        if eng.timeline is not None:
-                            eng.timeline.append((self.sm.index, self.index, w.uid, t_end, dep_t, reason, k, k))
-                        return issued
+                        stop = 1      # the scoreboard stops the warp until the data is back
+                        break
             if kind == _ALU:
                 pf = pipe_free[p]
                 if pf > t:
@@ -241,11 +241,11 @@ class WarpScheduler:
                     # a result on a dependence chain from a load: its consumers wait for the pipe latency
                     pend[k] = t + x
             elif kind == _BAR:
-                w.pc = pc + 1
+                pc += 1
                 issued += ni
-                t_end = self._end_interval(w, now, t + ni, issued, throttle, pc0)
-                self.engine.barrier_arrive(w, t_end)
-                return issued
+                t += ni
+                stop = 2
+                break
             elif kind == _MMA:
                 pf = pipe_free[_TENSOR]
                 start = t if t > pf else pf
@@ -262,9 +262,9 @@ class WarpScheduler:
                     t = pf
                 pipe_free[_LSU] = t + ni * cyc
                 t += ni
-                if x:
+                if x is not None:
                     eng = self.engine
-                    ready = eng.mem.shared(self.sm.index, t, int(op.mem.wavefronts[w.wi]), eng.shared_latency)
+                    ready = eng.mem.shared(self.sm.index, t, x[w.wi], eng.shared_latency)
                     if kind != _STORE:
                         pend[k] = ready
                 else:
@@ -274,9 +274,32 @@ class WarpScheduler:
             if t > limit or issued >= MAX_INTERVAL_INST:
                 break
         w.pc = pc
-        if pc >= n:
+        # account the interval's warp-cycles
+        eng = self.engine
+        stall = eng.stall_cycles
+        stall[0] += issued
+        self.issued += issued
+        end = now + issued
+        if t > end:
+            extra = t - end
+            th = throttle if throttle < extra else extra
+            stall[5] += th
+            stall[6] += extra - th
+            end = t
+        w.ready_at = end
+        tl = eng.timeline
+        if tl is not None and pc > pc0:
+            tl.append((self.sm.index, self.index, w.uid, now, end, 0, stream[pc0][0], stream[pc - 1][0]))
+        if stop == 1:
+            w.ready_at = dep_t
+            w.reason = reason
+            stall[reason] += dep_t - end
+            if tl is not None:
+                tl.append((self.sm.index, self.index, w.uid, end, dep_t, reason, k, k))
+        elif stop == 2:
+            eng.barrier_arrive(w, end)
+        elif pc >= n:
             w.done = True
-        self._end_interval(w, now, t, issued, throttle, pc0)
         return issued
 
     def _memory(self, w: Warp, table, k: int, kind: int, m, t: float) -> None:
@@ -302,26 +325,6 @@ class WarpScheduler:
             w.pending[k] = mem.load(self.sm.index, t, lines, masks, m.bytes_per_lane < 16, slice_a[lo:hi].tolist())
         elif kind == _ATOM:
             w.pending[k] = mem.atomic(self.sm.index, t, lines, masks, eng.lanes_of(table, k, w.wi))
-
-    def _end_interval(self, w: Warp, now: float, t: float, issued: int, throttle: float, pc0: int) -> float:
-        """Account the interval's warp-cycles (issue slots, pipe throttling, dependent-issue waits); the warp
-        is next ready when both its own clock ``t`` and its issue slots are through.  Returns that time."""
-        stall = self.engine.stall_cycles
-        stall[0] += issued
-        self.issued += issued
-        end = now + issued
-        if t > end:
-            extra = t - end
-            th = throttle if throttle < extra else extra
-            stall[5] += th
-            stall[6] += extra - th
-            end = t
-        w.ready_at = end
-        tl = self.engine.timeline
-        if tl is not None and w.pc > pc0:
-            tl.append((self.sm.index, self.index, w.uid, now, end, 0, w.stream[pc0][0], w.stream[w.pc - 1][0]))
-        return end
-
 
 class SM:
     """One SM: its four schedulers and the CTAs resident on it."""
