@@ -63,8 +63,10 @@ def time_trace(tr: trace_mod.KernelTrace, gpu: GPUConfig, *, record_timeline: bo
         progress = cta_progress(tr.n_ctas)
     elif progress is False or progress is True:
         progress = None if progress is False else _cta_bar(tr.n_ctas)
+    t1 = time.perf_counter()
     res = Engine(tr, gpu, record_timeline=record_timeline, policy=policy).run(progress=progress)
-    return build_report(tr, gpu, res, wall_s=time.perf_counter() - t0)
+    t2 = time.perf_counter()
+    return build_report(tr, gpu, res, wall_s=t2 - t0, timing_s=t2 - t1)
 
 
 def _cta_bar(total: int):

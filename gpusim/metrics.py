@@ -149,8 +149,10 @@ SECTIONS = [
 ]
 
 
-def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: float = 0.0) -> Report:
-    """Turn a trace and an engine run into a Report."""
+def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: float = 0.0,
+                 timing_s: float = 0.0) -> Report:
+    """Turn a trace and an engine run into a Report.  ``wall_s``: host seconds for the whole simulation
+    (functional execution + trace + timing); ``timing_s``: the timing engine's share."""
     c = trace_counts(trace)
     mem = res.memory
     occ = res.occupancy
@@ -232,7 +234,7 @@ def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: 
         "grid": list(trace.grid), "block": list(trace.block), "frontend": trace.frontend,
         "source_file": trace.source_file, "preset": gpu.preset, "clock_mhz": clock_mhz,
         "trace_meta": trace.meta, "per_pipe_inst": c["per_pipe"], "flops": trace.flops,
-        "engine_memory": mem, "wall_s": wall_s,
+        "engine_memory": mem, "wall_s": wall_s, "timing_s": timing_s,
         "sim_inst_per_s": c["inst"] / wall_s if wall_s else None,
         "occupancy_limits": occ.limits,
     }

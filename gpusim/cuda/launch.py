@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import trace as trace_mod
+from .._host import gc_paused
 from ..config import GPUConfig, load_gpu
 from ..errors import GpusimError, LaunchError
 from ..trace import KernelTrace
@@ -162,6 +163,7 @@ def _registers(ck, L, args) -> tuple[int, dict]:
     return est, info
 
 
+@gc_paused()
 def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max_registers=None):
     """Execute a launch functionally; return its KernelTrace when ``record`` (else None)."""
     cfg = load_gpu(gpu if gpu is not None else DEFAULT_GPU)

@@ -11,13 +11,13 @@ Observation never changes timing: the optional timeline is appended to, never re
 """
 from __future__ import annotations
 
-import gc
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
 
+from .._host import gc_paused
 from ..config import GPUConfig, load_gpu
 from ..trace import KernelTrace, OpKind, OpTable, Pipe, Space
 from .chip import build_wiring
@@ -323,16 +323,8 @@ class Engine:
 
         ev = self.env.timeout(t0)
         ev.callbacks.append(start)
-        # The run allocates millions of small tuples that all die young; Python's cyclic collector would rescan
-        # the long-lived ones (trace, caches) again and again.  Nothing here forms reference cycles that must be
-        # collected during the run, so the collector pauses for its duration.
-        gc_was_on = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             self.env.run()
-        finally:
-            if gc_was_on:
-                gc.enable()
         if progress is not None and self.ctas_done and self._progress_next - self._progress_stride != self.ctas_done:
             progress(self.ctas_done)
         if self.ctas_done != self.n_ctas:

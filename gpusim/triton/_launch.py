@@ -16,6 +16,7 @@ import types
 
 import numpy as np
 
+from .._host import gc_paused
 from ..config import GPUConfig, load_gpu
 from ..errors import CompileError, GpusimError, KernelError, LaunchError, UnsupportedConstruct
 from ..trace import KernelTrace, WARP
@@ -387,6 +388,7 @@ def _error_location(e):
     return loc
 
 
+@gc_paused()
 def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" = "h100"):
     """Run a launch: outputs are written in place.  Returns a KernelTrace when ``record``, else None."""
     spec = kernel if isinstance(kernel, Spec) else resolve(kernel)
