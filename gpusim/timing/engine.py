@@ -26,7 +26,9 @@ from .occupancy import Occupancy, occupancy
 from .sm import CTA, SM, STALL_REASONS, Warp
 
 INF = math.inf
-_MMA_KIND, _ALU_KIND, _SHARED_SPACE = int(OpKind.MMA), int(OpKind.ALU), int(Space.SHARED)
+_MMA_KIND, _ALU_KIND, _LOAD_KIND = int(OpKind.MMA), int(OpKind.ALU), int(OpKind.LOAD)
+_SHARED_SPACE, _LOCAL_SPACE = int(Space.SHARED), int(Space.LOCAL)
+_GLOBAL_KINDS = {int(OpKind.LOAD), int(OpKind.STORE), int(OpKind.ASYNC_COPY), int(OpKind.ATOMIC)}
 
 
 @dataclass
@@ -101,28 +103,16 @@ class Engine:
         self._uid = 0
         self._compiled: dict[int, list[tuple]] = {}
         self._reasons: dict[int, list[int]] = {}
-        self._mem_cache: dict[tuple[int, int], tuple] = {}
         self._stream_cache: dict[int, tuple[list[list[tuple]], list[int] | None]] = {}
         self._table_index = {id(t): i for i, t in enumerate(trace.tables)}
 
     # ---- trace access (cached per table/op) ---------------------------------------------------------
-    def mem_arrays(self, table: OpTable, k: int):
-        """Op ``k``'s coalesced requests: (lines, sector masks, per-warp start offsets as a list, L2 slices).
-        The arrays stay numpy (a warp's slice is converted when it issues) so that a long run holds no
-        per-line Python objects."""
-        key = (id(table), k)
-        v = self._mem_cache.get(key)
-        if v is None:
-            m = table.ops[k].mem
-            v = (m.line, m.smask, m.ptr.tolist(), self.mem.slices_of(m.line))
-            self._mem_cache[key] = v
-        return v
-
     def compiled(self, table: OpTable) -> list[tuple]:
         """Per op of ``table``, the fields the scheduler's inner loop reads, unpacked once per table:
         (op index, kind, pipe, n_inst, deps, pipe cycles, warp cycles per inst, x, op) where ``x`` is the
         result latency of an ALU op, the tensor-pipe busy cycles of an MMA, the wavefronts of each warp of a
-        shared-memory access, and None for a global/local memory op."""
+        shared-memory access (a list), and for a global/local access (a tuple) its requests: lines, sector
+        masks, each warp's start offset, the lines' L2 slices, and whether a load goes through L1."""
         c = self._compiled.get(id(table))
         if c is None:
             pc, wc, lat = self.pipe_cycles, self.warp_inst_cycles, self.pipe_latency
@@ -135,6 +125,13 @@ class Engine:
                     x = lat[pipe]
                 elif op.mem is not None and int(op.mem.space) == _SHARED_SPACE:
                     x = op.mem.wavefronts.tolist()      # per warp of the table
+                elif kind in _GLOBAL_KINDS:
+                    m = op.mem
+                    # the coalesced requests stay numpy (a warp's part is converted when it issues), so that a
+                    # long run holds no per-line Python objects
+                    use_l1 = (self.cache_loads_l1 or int(m.space) == _LOCAL_SPACE) if kind == _LOAD_KIND \
+                        else m.bytes_per_lane < 16
+                    x = (m.line, m.smask, m.ptr.tolist(), self.mem.slices_of(m.line), use_l1)
                 else:
                     x = None
                 c.append((k, kind, pipe, op.n_inst, op.deps, pc[pipe], wc[pipe], x, op))

@@ -262,13 +262,29 @@ class WarpScheduler:
                     t = pf
                 pipe_free[_LSU] = t + ni * cyc
                 t += ni
-                if x is not None:
+                if type(x) is list:
                     eng = self.engine
                     ready = eng.mem.shared(self.sm.index, t, x[w.wi], eng.shared_latency)
                     if kind != _STORE:
                         pend[k] = ready
                 else:
-                    self._memory(w, cta.table, k, kind, op.mem, t)
+                    # global/local: the warp's part of the coalesced requests goes into the memory system
+                    line_a, mask_a, ptr, slice_a, use_l1 = x
+                    wi = w.wi
+                    lo = ptr[wi]
+                    hi = ptr[wi + 1]
+                    if lo == hi:
+                        if kind != _STORE:
+                            pend[k] = t
+                    elif kind == _ACOPY or kind == _LOAD:
+                        pend[k] = self.engine.mem.load(self.sm.index, t, line_a[lo:hi].tolist(),
+                                                       mask_a[lo:hi].tolist(), use_l1, slice_a[lo:hi].tolist())
+                    elif kind == _STORE:
+                        self.engine.mem.store(self.sm.index, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist())
+                    else:
+                        eng = self.engine
+                        pend[k] = eng.mem.atomic(self.sm.index, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist(),
+                                                 eng.lanes_of(cta.table, k, wi))
             issued += ni
             pc += 1
             if t > limit or issued >= MAX_INTERVAL_INST:
@@ -301,30 +317,6 @@ class WarpScheduler:
         elif pc >= n:
             w.done = True
         return issued
-
-    def _memory(self, w: Warp, table, k: int, kind: int, m, t: float) -> None:
-        """Send a memory instruction issued at ``t`` into the memory system; note when its data is back."""
-        eng = self.engine
-        mem = eng.mem
-        line_a, mask_a, ptr, slice_a = eng.mem_arrays(table, k)
-        wi = w.wi
-        lo = ptr[wi]
-        hi = ptr[wi + 1]
-        if lo == hi:
-            if kind != _STORE:
-                w.pending[k] = t
-            return
-        lines = line_a[lo:hi].tolist()
-        masks = mask_a[lo:hi].tolist()
-        if kind == _LOAD:
-            w.pending[k] = mem.load(self.sm.index, t, lines, masks, eng.cache_loads_l1 or m.space == _LOCAL,
-                                    slice_a[lo:hi].tolist())
-        elif kind == _STORE:
-            mem.store(self.sm.index, t, lines, masks)
-        elif kind == _ACOPY:
-            w.pending[k] = mem.load(self.sm.index, t, lines, masks, m.bytes_per_lane < 16, slice_a[lo:hi].tolist())
-        elif kind == _ATOM:
-            w.pending[k] = mem.atomic(self.sm.index, t, lines, masks, eng.lanes_of(table, k, w.wi))
 
 class SM:
     """One SM: its four schedulers and the CTAs resident on it."""
