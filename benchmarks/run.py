@@ -6,7 +6,8 @@
 
 Each case runs in its own process (so peak RSS is its own) and simulates a kernel file's launch() on the
 H100 preset.  ``wall s`` is the whole simulation: functional execution and trace (``trace s``) plus the timing
-engine (``timing s``); ``K inst/s`` is simulated warp-instructions per wall second.  Prints a table;
+engine (``timing s``); ``K inst/s`` is simulated warp-instructions per wall second; ``ref s`` is the host's
+speed index just before the case (``host_reference_s``: lower is faster).  Prints a table;
 ``--json FILE`` also writes the rows.  A shared host's speed varies by 10-20% from run to run: use
 ``--repeat`` for figures to publish.
 """
@@ -35,12 +36,25 @@ CASES = {
 }
 
 
+def host_reference_s() -> float:
+    """CPU seconds of a fixed pure-Python workload (dict and integer operations, like the engine's): a speed
+    index of the host at the time, so that runs on a shared machine can be compared."""
+    t = time.process_time()
+    d: dict[int, int] = {}
+    acc = 0
+    for i in range(2_000_000):
+        d[i & 4095] = i
+        acc += d.get(i & 2047, 0)
+    return time.process_time() - t
+
+
 def run_one(name: str) -> dict:
     sys.path.insert(0, ROOT)
     from gpusim.api import simulate_launch
     from gpusim.cli import load_kernel_file
     path, params = CASES[name]
     mod = load_kernel_file(os.path.join(ROOT, path))
+    ref = host_reference_s()
     t0 = time.perf_counter()
     launch = mod.launch(**params)
     t1 = time.perf_counter()
@@ -50,7 +64,7 @@ def run_one(name: str) -> dict:
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     timing = sum(r.context["timing_s"] for r in reports)
     return {"case": name, "wall_s": t2 - t1, "trace_s": t2 - t1 - timing, "timing_s": timing,
-            "setup_s": t1 - t0, "warp_inst": inst,
+            "setup_s": t1 - t0, "host_ref_s": ref, "warp_inst": inst,
             "inst_per_s": inst / (t2 - t1), "peak_rss_mb": rss_mb, "cycles": sum(r.cycles for r in reports)}
 
 
@@ -83,13 +97,13 @@ def main() -> int:
             row["wall_s_all"] = [r["wall_s"] for r in runs]
         rows.append(row)
     print(f"{'case':<30} {'wall s':>8} {'trace s':>8} {'timing s':>8} {'warp-inst':>12} {'K inst/s':>9} "
-          f"{'peak MB':>8} {'cycles':>12}")
+          f"{'peak MB':>8} {'cycles':>12} {'ref s':>6}")
     for r in rows:
         if "error" in r:
             print(f"{r['case']:<30} ERROR {r['error']}")
             continue
         print(f"{r['case']:<30} {r['wall_s']:>8.2f} {r['trace_s']:>8.2f} {r['timing_s']:>8.2f} {r['warp_inst']:>12,} "
-              f"{r['inst_per_s'] / 1e3:>9.0f} {r['peak_rss_mb']:>8.0f} {r['cycles']:>12,.0f}")
+              f"{r['inst_per_s'] / 1e3:>9.0f} {r['peak_rss_mb']:>8.0f} {r['cycles']:>12,.0f} {r['host_ref_s']:>6.2f}")
     print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
     if a.json:
         with open(a.json, "w") as f:
