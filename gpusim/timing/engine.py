@@ -19,16 +19,14 @@ import simpy
 
 from .._host import gc_paused
 from ..config import GPUConfig, load_gpu
-from ..trace import KernelTrace, OpKind, OpTable, Pipe, Space
+from ..trace import KernelTrace, OpTable, Pipe
 from .chip import build_wiring
 from .memory import MemorySystem
 from .occupancy import Occupancy, occupancy
-from .sm import CTA, SM, STALL_REASONS, Warp
+from .sm import _ACOPY, _ALU, _ATOM, _LOAD, _LOCAL, _MMA, _SHARED, _STORE, CTA, SM, STALL_REASONS, Warp
 
 INF = math.inf
-_MMA_KIND, _ALU_KIND, _LOAD_KIND = int(OpKind.MMA), int(OpKind.ALU), int(OpKind.LOAD)
-_SHARED_SPACE, _LOCAL_SPACE = int(Space.SHARED), int(Space.LOCAL)
-_GLOBAL_KINDS = {int(OpKind.LOAD), int(OpKind.STORE), int(OpKind.ASYNC_COPY), int(OpKind.ATOMIC)}
+_GLOBAL_KINDS = {_LOAD, _STORE, _ACOPY, _ATOM}
 
 
 @dataclass
@@ -112,51 +110,47 @@ class Engine:
         (op index, kind, pipe, n_inst, deps, pipe cycles, warp cycles per inst, x, op) where ``x`` is the
         result latency of an ALU op, the tensor-pipe busy cycles of an MMA, the wavefronts of each warp of a
         shared-memory access (a list), and for a global/local access (a tuple) its requests: lines, sector
-        masks, each warp's start offset, the lines' L2 slices, and whether a load goes through L1."""
+        masks, each warp's start offset, the lines' L2 slices, and whether a load goes through L1.
+
+        Also notes each op's stall reason (see ``stall_reason_of``)."""
         c = self._compiled.get(id(table))
         if c is None:
             pc, wc, lat = self.pipe_cycles, self.warp_inst_cycles, self.pipe_latency
             c = []
+            reasons = []
             for k, op in enumerate(table.ops):
                 kind, pipe = int(op.kind), int(op.pipe)
-                if kind == _MMA_KIND:
+                reason = 2                               # long_scoreboard: global/local memory
+                if kind == _MMA:
                     x = op.flops / self.tensor_flops_per_clk_smsp.get(op.mma_dtype, self.tensor_default)
-                elif kind == _ALU_KIND:
+                    reason = 9                           # tensor_wait
+                elif kind == _ALU:
                     x = lat[pipe]
-                elif op.mem is not None and int(op.mem.space) == _SHARED_SPACE:
+                    reason = 6                           # wait: a fixed-latency result
+                elif op.mem is not None and int(op.mem.space) == _SHARED:
                     x = op.mem.wavefronts.tolist()      # per warp of the table
+                    reason = 3                           # short_scoreboard
                 elif kind in _GLOBAL_KINDS:
                     m = op.mem
                     # the coalesced requests stay numpy (a warp's part is converted when it issues), so that a
                     # long run holds no per-line Python objects
-                    use_l1 = (self.cache_loads_l1 or int(m.space) == _LOCAL_SPACE) if kind == _LOAD_KIND \
+                    use_l1 = (self.cache_loads_l1 or int(m.space) == _LOCAL) if kind == _LOAD \
                         else m.bytes_per_lane < 16
                     x = (m.line, m.smask, m.ptr.tolist(), self.mem.slices_of(m.line), use_l1)
                 else:
                     x = None
                 c.append((k, kind, pipe, op.n_inst, op.deps, pc[pipe], wc[pipe], x, op))
+                reasons.append(reason)
             self._compiled[id(table)] = c
+            self._reasons[id(table)] = reasons
         return c
 
     def stall_reason_of(self, table: OpTable) -> list[int]:
         """Per op of ``table``: the stall reason (index into ``STALL_REASONS``) of a warp waiting for its result:
         long_scoreboard for global/local memory, short_scoreboard for shared memory, tensor_wait for an MMA,
         wait for a fixed-latency ALU result."""
-        r = self._reasons.get(id(table))
-        if r is None:
-            r = []
-            for op in table.ops:
-                kind = int(op.kind)
-                if kind == _MMA_KIND:
-                    r.append(9)
-                elif kind == _ALU_KIND:
-                    r.append(6)
-                elif op.mem is not None and int(op.mem.space) == _SHARED_SPACE:
-                    r.append(3)
-                else:
-                    r.append(2)
-            self._reasons[id(table)] = r
-        return r
+        self.compiled(table)
+        return self._reasons[id(table)]
 
     def lanes_of(self, table: OpTable, k: int, wi: int) -> int:
         return 32 if table.active is None else int(table.active[k, wi])

@@ -207,9 +207,9 @@ class MemorySystem:
         return t + self.atomic_latency + wait + max(0.0, delay)
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
-    def load(self, sm: int, t: float, lines: list, masks: list, use_l1: bool, slices: list | None = None) -> float:
+    def load(self, sm: int, t: float, lines: list, masks: list, use_l1: bool, slices: list) -> float:
         """A warp's global/local load of ``lines`` (sector masks ``masks``) issued at ``t``; return when all
-        data is back.  ``slices`` (optional) holds each line's L2 slice, precomputed with ``slices_of``."""
+        data is back.  ``slices`` holds each line's L2 slice (``slices_of``)."""
         n = len(lines)
         if n <= 0:
             return t
@@ -229,9 +229,6 @@ class MemorySystem:
         lat = self.l2_latency_by_slice[part]
         obs = self.observers
         xbar = self.xbar_cycles
-        if slices is None:
-            n_slices = self.n_slices
-            slices = [_hash(x) % n_slices for x in lines]
         if use_l1:
             # the L1 tag lookup: what misses goes on to L2 (j: the line's place in the warp's request)
             od = self.l1_lines[sm]

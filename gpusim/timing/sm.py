@@ -33,7 +33,7 @@ STALL_REASONS = ("selected", "not_selected", "long_scoreboard", "short_scoreboar
 _ALU, _LOAD, _STORE, _ATOM, _BAR, _MMA, _ACOPY, _AWAIT = (int(k) for k in (
     OpKind.ALU, OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.BARRIER, OpKind.MMA, OpKind.ASYNC_COPY,
     OpKind.ASYNC_WAIT))
-_SHARED, _GLOBAL, _LOCAL = int(Space.SHARED), int(Space.GLOBAL), int(Space.LOCAL)
+_SHARED, _LOCAL = int(Space.SHARED), int(Space.LOCAL)
 _LSU = int(Pipe.LSU)
 _TENSOR = int(Pipe.TENSOR)
 N_PIPES = len(Pipe)
@@ -317,6 +317,7 @@ class WarpScheduler:
         elif pc >= n:
             w.done = True
         return issued
+
 
 class SM:
     """One SM: its four schedulers and the CTAs resident on it."""
