@@ -11,6 +11,7 @@ Observation never changes timing: the optional timeline is appended to, never re
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 
@@ -23,7 +24,7 @@ from ..trace import KernelTrace, OpTable, Pipe
 from .chip import build_wiring
 from .memory import MemorySystem
 from .occupancy import Occupancy, occupancy
-from .sm import _ACOPY, _ALU, _ATOM, _LOAD, _LOCAL, _MMA, _SHARED, _STORE, CTA, SM, STALL_REASONS, Warp
+from .sm import _ACOPY, _ALU, _ATOM, _LOAD, _LOCAL, _MMA, _SHARED, _STORE, CTA, SM, STALL_REASONS, Warp, _Wake
 
 INF = math.inf
 _GLOBAL_KINDS = {_LOAD, _STORE, _ACOPY, _ATOM}
@@ -155,30 +156,78 @@ class Engine:
     def lanes_of(self, table: OpTable, k: int, wi: int) -> int:
         return 32 if table.active is None else int(table.active[k, wi])
 
-    def _stream(self, table: OpTable, wi: int) -> list[tuple]:
-        """What warp ``wi`` of ``table`` executes: the compiled ops (``compiled``) whose column of ``active``
-        is non-zero, in order."""
+    def _stream(self, table: OpTable, wi: int) -> tuple[list[tuple], int]:
+        """What warp ``wi`` of ``table`` executes: the compiled ops (``compiled``) whose column of ``active`` is
+        non-zero, in order, with their scoreboard slots (``_allocate``); and the number of slots."""
         cached = self._stream_cache.get(id(table))
         if cached is None:
             cops = self.compiled(table)
+            reasons = self._reasons[id(table)]
             if table.active is None:
-                cached = ([cops], None)
+                cached = ([self._allocate(cops, reasons)], None)
             else:
                 bits = np.packbits(table.active.T != 0, axis=1)
                 index: dict[bytes, int] = {}
-                streams: list[list[tuple]] = []
+                streams: list[tuple[list[tuple], int]] = []
                 inverse = []
                 for w in range(bits.shape[0]):
                     key = bits[w].tobytes()
                     j = index.get(key)
                     if j is None:
                         j = index[key] = len(streams)
-                        streams.append([cops[k] for k in np.flatnonzero(table.active[:, w]).tolist()])
+                        streams.append(self._allocate([cops[k] for k in np.flatnonzero(table.active[:, w]).tolist()],
+                                                      reasons))
                     inverse.append(j)
                 cached = (streams, inverse)
             self._stream_cache[id(table)] = cached
         streams, inverse = cached
         return streams[0] if inverse is None else streams[inverse[wi]]
+
+    @staticmethod
+    def _allocate(ops: list[tuple], reasons: list[int]) -> tuple[list[tuple], int]:
+        """Give the results of a warp's ops scoreboard slots, as a register allocator would: a result that a
+        later op of the stream reads gets a slot from its write until its last reader, after which the slot is
+        reused.  A warp's scoreboard is then a short list (``Warp.pending``), not a table of every op.
+
+        An op's tuple becomes (op index, kind, pipe, n_inst, slots it reads, pipe cycles, warp cycles per inst,
+        x, slot it writes, stall reason per slot read).  Slot 0 takes results nobody reads.  A dependence on an
+        op that never records a result (an ALU op off any load's chain, a store, a barrier) or that this warp
+        does not execute is dropped: its ready time would read as 0."""
+        def writes(c) -> bool:
+            kind = c[1]
+            return bool(c[4]) if kind == _ALU else kind in (_MMA, _LOAD, _ACOPY, _ATOM)
+
+        pos = {c[0]: i for i, c in enumerate(ops)}
+        kept = []
+        last_read: dict[int, int] = {}
+        for i, c in enumerate(ops):
+            ds = []
+            for d in c[4]:
+                j = pos.get(d)
+                if j is not None and j < i and writes(ops[j]) and d not in ds:
+                    ds.append(d)
+                    last_read[d] = i
+            kept.append(ds)
+        slot_of: dict[int, int] = {}
+        free: list[int] = []
+        n_slots = 1
+        out = []
+        for i, c in enumerate(ops):
+            ds = kept[i]
+            reads = tuple(slot_of[d] for d in ds)
+            for d in ds:                      # read before the op writes: its slot may take this op's result
+                if last_read[d] == i:
+                    free.append(slot_of.pop(d))
+            ws = 0
+            if c[0] in last_read:
+                if free:
+                    ws = free.pop()
+                else:
+                    ws = n_slots
+                    n_slots += 1
+                slot_of[c[0]] = ws
+            out.append(c[:4] + (reads,) + c[5:8] + (ws, tuple(reasons[d] for d in ds)))
+        return out, n_slots
 
     # ---- the CTA scheduler --------------------------------------------------------------------------
     def _dispatch(self, sm: SM, t: float, limit: int | None = None) -> None:
@@ -193,7 +242,8 @@ class Engine:
             wpc = table.warps_per_cta
             for i in range(wpc):
                 wi = local * wpc + i
-                w = Warp(self._uid, cta, wi, i, self._stream(table, wi), t)
+                stream, n_slots = self._stream(table, wi)
+                w = Warp(self._uid, cta, wi, i, stream, n_slots, t)
                 slot = sm.warp_rr
                 sm.warp_rr += 1
                 w.slot = slot
@@ -226,7 +276,7 @@ class Engine:
         sm.resident_warps -= 1
         cta.live -= 1
         w.ready_at = INF
-        w.pending = {}                 # its scoreboard is dead: free it (most of a long run's live objects)
+        w.pending = None               # its scoreboard is dead: free it
         self.warp_info[w.uid][5] = t
         if cta.bar_arrived and len(cta.bar_arrived) == cta.live:
             self._release_barrier(cta)
@@ -287,6 +337,24 @@ class Engine:
         return total
 
     # ---- run -----------------------------------------------------------------------------------------
+    def _drain(self) -> None:
+        """Process simpy's events until none is left: ``Environment.step`` inlined (same order, same clock),
+        with a scheduler's wake-up calling it directly."""
+        env = self.env
+        q = env._queue
+        pop = heapq.heappop
+        wake = _Wake
+        while q:
+            env._now, _, _, ev = pop(q)
+            if type(ev) is wake:
+                ev.fn(ev)
+                continue
+            cbs, ev.callbacks = ev.callbacks, None
+            for cb in cbs:
+                cb(ev)
+            if not ev._ok:
+                raise ev._value
+
     def run(self, progress=None) -> EngineResult:
         """Run the simulation to the end.  ``progress``, if given, is called with the number of CTAs retired
         so far (about 500 times over the grid, and once with the total at the end); it only observes."""
@@ -315,7 +383,7 @@ class Engine:
         ev = self.env.timeout(t0)
         ev.callbacks.append(start)
         with gc_paused():
-            self.env.run()
+            self._drain()
         if progress is not None and self.ctas_done and self._progress_next - self._progress_stride != self.ctas_done:
             progress(self.ctas_done)
         if self.ctas_done != self.n_ctas:

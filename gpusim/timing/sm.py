@@ -16,6 +16,7 @@ named as Nsight Compute names stall reasons (``selected``, ``not_selected``, ``l
 from __future__ import annotations
 
 import math
+from heapq import heappush
 
 import simpy
 from simpy.events import NORMAL, URGENT
@@ -42,11 +43,10 @@ N_PIPES = len(Pipe)
 class _Wake:
     """A simpy event that calls a scheduler back (cheaper than a generator process's resume)."""
 
-    __slots__ = ("callbacks", "_ok", "gen")
+    __slots__ = ("fn", "gen")
 
     def __init__(self, fn, gen: int):
-        self.callbacks = [fn]
-        self._ok = True
+        self.fn = fn
         self.gen = gen
 
 
@@ -54,13 +54,12 @@ class CTA:
     """A resident thread block: its warps, barrier state and where it runs."""
 
     __slots__ = ("cta_id", "sm", "warps", "live", "bar_arrived", "bar_time", "t_start", "t_end", "table",
-                 "local_index", "reasons")
+                 "local_index")
 
     def __init__(self, cta_id: int, sm: "SM", table, local_index: int, t: float):
         self.cta_id = cta_id
         self.sm = sm
         self.table = table
-        self.reasons = sm.engine.stall_reason_of(table)
         self.local_index = local_index
         self.warps: list[Warp] = []
         self.live = 0
@@ -71,13 +70,13 @@ class CTA:
 
 
 class Warp:
-    """One resident warp: its instruction stream (compiled ops, see ``Engine.compiled``), program counter and
-    scoreboard."""
+    """One resident warp: its instruction stream (compiled ops with scoreboard slots, see ``Engine._allocate``),
+    program counter and scoreboard."""
 
     __slots__ = ("uid", "cta", "wi", "stream", "pc", "ready_at", "pending", "reason", "sched", "slot",
                  "t_arrive", "done", "in_cta")
 
-    def __init__(self, uid: int, cta: CTA, wi: int, in_cta: int, stream: list[tuple], t: float):
+    def __init__(self, uid: int, cta: CTA, wi: int, in_cta: int, stream: list[tuple], n_slots: int, t: float):
         self.uid = uid
         self.cta = cta
         self.wi = wi            # warp index inside its OpTable
@@ -85,7 +84,7 @@ class Warp:
         self.stream = stream
         self.pc = 0
         self.ready_at = t
-        self.pending: dict[int, float] = {}   # op index -> when its result is ready (its stall reason: CTA.reasons)
+        self.pending = [0.0] * n_slots         # scoreboard slot -> when the result it holds is ready (cycles)
         self.reason = 0
         self.sched = None
         self.slot = 0
@@ -112,8 +111,8 @@ class WarpScheduler:
 
     def _at(self, delay: float, priority) -> None:
         """Have simpy call ``run`` after ``delay`` cycles."""
-        ev = _Wake(self.run, self.gen)
-        self.env.schedule(ev, priority, delay)
+        env = self.env
+        heappush(env._queue, (env._now + delay, priority, next(env._eid), _Wake(self.run, self.gen)))
 
     def add(self, w: Warp) -> None:
         w.sched = self
@@ -141,7 +140,7 @@ class WarpScheduler:
         lrr = eng.policy_lrr
         stall = eng.stall_cycles
         tl = self.tl
-        now = env.now
+        now = env._now
         warps = self.warps
         while True:
             if tl < now:
@@ -204,7 +203,6 @@ class WarpScheduler:
         cta = w.cta
         stream = w.stream
         pend = w.pending
-        pget = pend.get
         pipe_free = self.pipe_free
         t = now
         issued = 0
@@ -214,17 +212,16 @@ class WarpScheduler:
         pc = pc0 = w.pc
         stop = 0                  # 1: scoreboard wait, 2: barrier
         while pc < n:
-            k, kind, p, ni, deps, cyc, per_inst, x, op = stream[pc]
+            k, kind, p, ni, deps, cyc, per_inst, x, ws, dre = stream[pc]
             if deps:
                 dep_t = 0.0
-                dk = -1
                 for d in deps:
-                    r = pget(d, 0.0)
+                    r = pend[d]
                     if r > dep_t:
                         dep_t = r
                         dk = d
                 if dep_t > t:
-                    reason = cta.reasons[dk]
+                    reason = dre[deps.index(dk)]
                     if reason == 6 and dep_t - t <= WINDOW:
                         t = dep_t     # a short fixed-latency dependence: wait inside the interval
                     else:
@@ -237,9 +234,9 @@ class WarpScheduler:
                     t = pf
                 pipe_free[p] = t + ni * cyc
                 t += ni * per_inst
-                if deps:
+                if ws:
                     # a result on a dependence chain from a load: its consumers wait for the pipe latency
-                    pend[k] = t + x
+                    pend[ws] = t + x
             elif kind == _BAR:
                 pc += 1
                 issued += ni
@@ -250,7 +247,7 @@ class WarpScheduler:
                 pf = pipe_free[_TENSOR]
                 start = t if t > pf else pf
                 pipe_free[_TENSOR] = start + x
-                pend[k] = start + x + self.engine.mma_latency
+                pend[ws] = start + x + self.engine.mma_latency
                 t = start + ni
             elif kind == _AWAIT:
                 t += ni          # cp.async.wait_group: its deps (the copies) were checked above
@@ -266,7 +263,7 @@ class WarpScheduler:
                     eng = self.engine
                     ready = eng.mem.shared(self.sm.index, t, x[w.wi], eng.shared_latency)
                     if kind != _STORE:
-                        pend[k] = ready
+                        pend[ws] = ready
                 else:
                     # global/local: the warp's part of the coalesced requests goes into the memory system
                     line_a, mask_a, ptr, slice_a, use_l1 = x
@@ -275,15 +272,15 @@ class WarpScheduler:
                     hi = ptr[wi + 1]
                     if lo == hi:
                         if kind != _STORE:
-                            pend[k] = t
+                            pend[ws] = t
                     elif kind == _ACOPY or kind == _LOAD:
-                        pend[k] = self.engine.mem.load(self.sm.index, t, line_a[lo:hi].tolist(),
+                        pend[ws] = self.engine.mem.load(self.sm.index, t, line_a[lo:hi].tolist(),
                                                        mask_a[lo:hi].tolist(), use_l1, slice_a[lo:hi].tolist())
                     elif kind == _STORE:
                         self.engine.mem.store(self.sm.index, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist())
                     else:
                         eng = self.engine
-                        pend[k] = eng.mem.atomic(self.sm.index, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist(),
+                        pend[ws] = eng.mem.atomic(self.sm.index, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist(),
                                                  eng.lanes_of(cta.table, k, wi))
             issued += ni
             pc += 1
