@@ -24,7 +24,7 @@ from ..trace import KernelTrace, OpTable, Pipe
 from .chip import build_wiring
 from .memory import MemorySystem
 from .occupancy import Occupancy, occupancy
-from .sm import _ACOPY, _ALU, _ATOM, _LOAD, _LOCAL, _MMA, _SHARED, _STORE, CTA, SM, STALL_REASONS, Warp, _Wake
+from .sm import _ACOPY, _ALU, _ATOM, _LOAD, _LOCAL, _MMA, _SHARED, _STORE, CTA, SM, STALL_REASONS, Warp, WarpScheduler
 
 INF = math.inf
 _GLOBAL_KINDS = {_LOAD, _STORE, _ACOPY, _ATOM}
@@ -338,16 +338,18 @@ class Engine:
 
     # ---- run -----------------------------------------------------------------------------------------
     def _drain(self) -> None:
-        """Process simpy's events until none is left: ``Environment.step`` inlined (same order, same clock),
-        with a scheduler's wake-up calling it directly."""
+        """Process simpy's events until none is left: ``Environment.step`` inlined (same order, same clock).  A
+        warp scheduler's wake-up (``WarpScheduler._at``) is queued as the scheduler itself and calls its ``run``
+        unless a later wake-up replaced it."""
         env = self.env
         q = env._queue
         pop = heapq.heappop
-        wake = _Wake
+        sched = WarpScheduler
         while q:
-            env._now, _, _, ev = pop(q)
-            if type(ev) is wake:
-                ev.fn(ev)
+            env._now, _, eid, ev = pop(q)
+            if type(ev) is sched:
+                if eid == ev.valid:
+                    ev.run()
                 continue
             cbs, ev.callbacks = ev.callbacks, None
             for cb in cbs:

@@ -274,7 +274,7 @@ class MemorySystem:
                     f(start, "l2_read", ns * 32)
             sset = l2_sets[sl]
             v = sset.get(line)
-            if v is not None and not (miss & ~v & 15):
+            if v is not None and not (miss & ~v):     # (miss has sector bits only; v's high bits: dirty)
                 sset.move_to_end(line)
                 l2_hit += ns
                 r = start - xbar + lat[sl]

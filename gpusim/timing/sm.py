@@ -40,16 +40,6 @@ _TENSOR = int(Pipe.TENSOR)
 N_PIPES = len(Pipe)
 
 
-class _Wake:
-    """A simpy event that calls a scheduler back (cheaper than a generator process's resume)."""
-
-    __slots__ = ("fn", "gen")
-
-    def __init__(self, fn, gen: int):
-        self.fn = fn
-        self.gen = gen
-
-
 class CTA:
     """A resident thread block: its warps, barrier state and where it runs."""
 
@@ -106,13 +96,17 @@ class WarpScheduler:
         self.last: Warp | None = None
         self.issued = 0
         self.tl = 0.0           # the scheduler's local clock (cycles), see run()
-        self.gen = 0            # generation of the wake-up that counts; older ones are stale
+        self.valid = -1         # simpy event id of the wake-up that counts; older ones are stale
         self._at(0.0, URGENT)
 
     def _at(self, delay: float, priority) -> None:
-        """Have simpy call ``run`` after ``delay`` cycles."""
+        """Have the engine call ``run`` after ``delay`` cycles: an entry in simpy's event queue, ordered as simpy
+        orders events (time, priority, id), whose event is this scheduler (see ``Engine._drain``).  It replaces
+        any wake-up booked before."""
         env = self.env
-        heappush(env._queue, (env._now + delay, priority, next(env._eid), _Wake(self.run, self.gen)))
+        eid = next(env._eid)
+        self.valid = eid
+        heappush(env._queue, (env._now + delay, priority, eid, self))
 
     def add(self, w: Warp) -> None:
         w.sched = self
@@ -124,16 +118,13 @@ class WarpScheduler:
         wake-up, if any, goes stale)."""
         if self.sleeping:
             self.sleeping = False
-            self.gen += 1
             self._at(0.0, URGENT)
 
-    def run(self, ev: "_Wake") -> None:
+    def run(self) -> None:
         """The scheduler, called back by simpy.  It keeps a local clock ``tl`` that may run up to ``QUANTUM``
         cycles ahead of simpy's clock, so that many short intervals cost one simpy event; it returns (after
         booking its next call) whenever it gets further ahead, and sleeps when no warp can issue before then:
         a timed call when a warp becomes ready, or none, until ``wake``."""
-        if ev.gen != self.gen:
-            return
         self.sleeping = False
         env = self.env
         eng = self.engine
@@ -162,11 +153,14 @@ class WarpScheduler:
                 w = last
             else:
                 for c in warps:
-                    if c.ready_at <= tl:
+                    ra = c.ready_at
+                    if ra <= tl:
                         w = c
                         break
+                    if ra < soonest:
+                        soonest = ra
             if w is None:
-                if warps:
+                if lrr and warps:
                     soonest = min([c.ready_at for c in warps])
                 self.tl = tl
                 if not warps and eng.all_dispatched:
