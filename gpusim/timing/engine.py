@@ -108,7 +108,8 @@ class Engine:
     # ---- trace access (cached per table/op) ---------------------------------------------------------
     def compiled(self, table: OpTable) -> list[tuple]:
         """Per op of ``table``, the fields the scheduler's inner loop reads, unpacked once per table:
-        (op index, kind, pipe, n_inst, deps, pipe cycles, warp cycles per inst, x, op) where ``x`` is the
+        (op index, kind, pipe, n_inst, deps, pipe busy cycles, warp cycles, x, op) -- both cycle counts for all
+        ``n_inst`` instructions -- where ``x`` is the
         result latency of an ALU op, the tensor-pipe busy cycles of an MMA, the wavefronts of each warp of a
         shared-memory access (a list), and for a global/local access (a tuple) its requests: lines, sector
         masks, each warp's start offset, the lines' L2 slices, and whether a load goes through L1.
@@ -140,7 +141,8 @@ class Engine:
                     x = (m.line, m.smask, m.ptr.tolist(), self.mem.slices_of(m.line), use_l1)
                 else:
                     x = None
-                c.append((k, kind, pipe, op.n_inst, op.deps, pc[pipe], wc[pipe], x, op))
+                n = op.n_inst
+                c.append((k, kind, pipe, n, op.deps, n * pc[pipe], n * wc[pipe], x, op))
                 reasons.append(reason)
             self._compiled[id(table)] = c
             self._reasons[id(table)] = reasons
@@ -189,8 +191,8 @@ class Engine:
         later op of the stream reads gets a slot from its write until its last reader, after which the slot is
         reused.  A warp's scoreboard is then a short list (``Warp.pending``), not a table of every op.
 
-        An op's tuple becomes (op index, kind, pipe, n_inst, slots it reads, pipe cycles, warp cycles per inst,
-        x, slot it writes, stall reason per slot read).  Slot 0 takes results nobody reads.  A dependence on an
+        An op's tuple becomes (op index, kind, pipe, n_inst, slots it reads, pipe busy cycles, warp cycles, x,
+        slot it writes, stall reason per slot read).  Slot 0 takes results nobody reads.  A dependence on an
         op that never records a result (an ALU op off any load's chain, a store, a barrier) or that this warp
         does not execute is dropped: its ready time would read as 0."""
         def writes(c) -> bool:

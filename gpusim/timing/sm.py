@@ -97,6 +97,9 @@ class WarpScheduler:
         self.issued = 0
         self.tl = 0.0           # the scheduler's local clock (cycles), see run()
         self.valid = -1         # simpy event id of the wake-up that counts; older ones are stale
+        self.smi = sm.index
+        self.mem_load = engine.mem.load
+        self.mma_latency = engine.mma_latency
         self._at(0.0, URGENT)
 
     def _at(self, delay: float, priority) -> None:
@@ -206,7 +209,7 @@ class WarpScheduler:
         pc = pc0 = w.pc
         stop = 0                  # 1: scoreboard wait, 2: barrier
         while pc < n:
-            k, kind, p, ni, deps, cyc, per_inst, x, ws, dre = stream[pc]
+            k, kind, p, ni, deps, busy, dt, x, ws, dre = stream[pc]
             if deps:
                 dep_t = 0.0
                 for d in deps:
@@ -226,8 +229,8 @@ class WarpScheduler:
                 if pf > t:
                     throttle += pf - t
                     t = pf
-                pipe_free[p] = t + ni * cyc
-                t += ni * per_inst
+                pipe_free[p] = t + busy
+                t += dt
                 if ws:
                     # a result on a dependence chain from a load: its consumers wait for the pipe latency
                     pend[ws] = t + x
@@ -241,7 +244,7 @@ class WarpScheduler:
                 pf = pipe_free[_TENSOR]
                 start = t if t > pf else pf
                 pipe_free[_TENSOR] = start + x
-                pend[ws] = start + x + self.engine.mma_latency
+                pend[ws] = start + x + self.mma_latency
                 t = start + ni
             elif kind == _AWAIT:
                 t += ni          # cp.async.wait_group: its deps (the copies) were checked above
@@ -251,7 +254,7 @@ class WarpScheduler:
                 if pf > t:
                     throttle += pf - t
                     t = pf
-                pipe_free[_LSU] = t + ni * cyc
+                pipe_free[_LSU] = t + busy
                 t += ni
                 if type(x) is list:
                     eng = self.engine
@@ -268,8 +271,8 @@ class WarpScheduler:
                         if kind != _STORE:
                             pend[ws] = t
                     elif kind == _ACOPY or kind == _LOAD:
-                        pend[ws] = self.engine.mem.load(self.sm.index, t, line_a[lo:hi].tolist(),
-                                                       mask_a[lo:hi].tolist(), use_l1, slice_a[lo:hi].tolist())
+                        pend[ws] = self.mem_load(self.smi, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist(),
+                                                 use_l1, slice_a[lo:hi].tolist())
                     elif kind == _STORE:
                         self.engine.mem.store(self.sm.index, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist())
                     else:
