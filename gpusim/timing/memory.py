@@ -14,7 +14,10 @@ exactly the measured latency and a busy one adds its queueing delay.  All times 
 
 Caches are sectored LRU: an L1 per SM and, for L2, one LRU set per slice (addresses are hashed over slices,
 so a slice behaves like one highly associative set).  L1 is write-through without allocation for global
-stores; L2 is write-back: dirty sectors reach DRAM when evicted.
+stores; L2 is write-back: dirty sectors reach DRAM when evicted.  An L2 set is a plain dict kept in LRU order
+(a line that is touched is taken out and put back at the end; the victim is the first), which costs less than
+an OrderedDict's linked list on a hit; the dict is rebuilt every ``L2_COMPACT_EVERY`` evictions so that finding
+the first line does not walk over many deleted ones.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from ..config import GPUConfig
 
 POPCOUNT = [bin(i).count("1") for i in range(256)]
 _MIX = 0x9E3779B97F4A7C15
+L2_COMPACT_EVERY = 512
 _MASK64 = (1 << 64) - 1
 
 
@@ -68,7 +72,8 @@ class MemorySystem:
         self.cache_global_loads = l1.cache_global_loads
         # --- L2 ---
         self.n_slices = l2.slices
-        self.l2_sets = [OrderedDict() for _ in range(l2.slices)]
+        self.l2_sets: list[dict[int, int]] = [{} for _ in range(l2.slices)]   # line -> sector bits | dirty << 4
+        self.l2_evictions = [0] * l2.slices      # since the set's dict was last rebuilt
         self.l2_capacity = max(1, int(l2.size_bytes * l2.capacity_fraction) // l2.line_bytes // l2.slices)
         self.slice_free = [0.0] * l2.slices
         self.sector_cycles = l2.sector_bytes / l2.bytes_per_clk_per_slice
@@ -146,10 +151,18 @@ class MemorySystem:
         return start - t
 
     # ---- L2 ----------------------------------------------------------------------------------------
-    def _l2_insert(self, sset: OrderedDict, line: int, value: int, t: float) -> None:
+    def _l2_insert(self, s: int, sset: dict, line: int, value: int, t: float) -> None:
+        """Put ``line`` (not in the set) at the MRU end of set ``s``; evict the LRU line if the set is over capacity
+        (its dirty sectors go to DRAM at ``t``)."""
         sset[line] = value
         if len(sset) > self.l2_capacity:
-            victim, v = sset.popitem(last=False)
+            victim = next(iter(sset))
+            v = sset.pop(victim)
+            n = self.l2_evictions[s] + 1
+            if n >= L2_COMPACT_EVERY:
+                n = 0
+                self.l2_sets[s] = dict(sset)
+            self.l2_evictions[s] = n
             dirty = v >> 4
             if dirty:
                 self._dram(t, victim, dirty, True)
@@ -174,12 +187,11 @@ class MemorySystem:
             for f in self.observers:
                 f(start, "l2_write", nsec * 32)
         sset = self.l2_sets[s]
-        v = sset.get(line)
+        v = sset.pop(line, None)
         if v is not None:
-            sset.move_to_end(line)
             sset[line] = v | mask | (mask << 4)
         else:
-            self._l2_insert(sset, line, mask | (mask << 4), start)
+            self._l2_insert(s, sset, line, mask | (mask << 4), start)
 
     def l2_atomic(self, sm_part: int, t: float, line: int, mask: int, ops: int) -> float:
         """An atomic on ``ops`` lane-operations in ``line`` performed at the L2 slice; return result time."""
@@ -191,19 +203,14 @@ class MemorySystem:
         wait = start - arr
         self.stats.l2_atom_sectors += POPCOUNT[mask]
         sset = self.l2_sets[s]
-        v = sset.get(line)
+        v = sset.pop(line, None)
         delay = 0.0
         if v is None or (mask & ~v & 15):
             have = v or 0
             fetch = self.fetch_expand[mask & ~have & 15] & ~have & 15
             delay = self._dram(start, line, fetch, False) + self.dram_latency - self.l2_latency[sm_part][0]
             v = have | fetch
-        sset[line] = v | mask | (mask << 4)
-        sset.move_to_end(line)
-        if len(sset) > self.l2_capacity:
-            victim, vv = sset.popitem(last=False)
-            if vv >> 4:
-                self._dram(start, victim, vv >> 4, True)
+        self._l2_insert(s, sset, line, v | mask | (mask << 4), start)
         return t + self.atomic_latency + wait + max(0.0, delay)
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
@@ -273,9 +280,9 @@ class MemorySystem:
                 for f in obs:
                     f(start, "l2_read", ns * 32)
             sset = l2_sets[sl]
-            v = sset.get(line)
+            v = sset.pop(line, None)
             if v is not None and not (miss & ~v):     # (miss has sector bits only; v's high bits: dirty)
-                sset.move_to_end(line)
+                sset[line] = v                         # the line becomes the most recently used
                 l2_hit += ns
                 r = start - xbar + lat[sl]
             else:
@@ -300,11 +307,11 @@ class MemorySystem:
         return done if done > ready else ready
 
     def _l2_miss(self, part: int, start: float, line: int, miss: int, s: int, v, arr: float) -> float:
-        """The rest of an L2 read whose sectors are not all present: fetch from DRAM, fill the line."""
+        """The rest of an L2 read whose sectors are not all present (``v``: the line's bits, taken out of its set,
+        or None): fetch from DRAM, fill the line and put it back as the most recently used."""
         st = self.stats
         sset = self.l2_sets[s]
         if v is not None:
-            sset.move_to_end(line)
             st.l2_rd_hit_sectors += POPCOUNT[miss & v & 15]
             m2 = miss & ~v & 15
         else:
@@ -316,7 +323,7 @@ class MemorySystem:
         if v:
             sset[line] = v | fetch
         else:
-            self._l2_insert(sset, line, fetch, start)
+            self._l2_insert(s, sset, line, fetch, start)
         return arr - self.xbar_cycles + (start - arr) + self.dram_latency + delay
 
     def store(self, sm: int, t: float, lines: list, masks: list) -> float:
