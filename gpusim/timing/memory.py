@@ -16,12 +16,10 @@ Caches are sectored LRU: an L1 per SM and, for L2, one LRU set per slice (addres
 so a slice behaves like one highly associative set).  L1 is write-through without allocation for global
 stores; L2 is write-back: dirty sectors reach DRAM when evicted.  An L2 set is a plain dict kept in LRU order
 (a line that is touched is taken out and put back at the end; the victim is the first), which costs less than
-an OrderedDict's linked list on a hit; the dict is rebuilt every ``L2_COMPACT_EVERY`` evictions so that finding
-the first line does not walk over many deleted ones.
+an OrderedDict's linked list on a hit; the dict is rebuilt every ``COMPACT_EVERY`` evictions so that finding
+the first line does not walk over many deleted ones.  L1s are kept the same way.
 """
 from __future__ import annotations
-
-from collections import OrderedDict
 
 import numpy as np
 
@@ -29,7 +27,7 @@ from ..config import GPUConfig
 
 POPCOUNT = [bin(i).count("1") for i in range(256)]
 _MIX = 0x9E3779B97F4A7C15
-L2_COMPACT_EVERY = 512
+COMPACT_EVERY = 512
 _MASK64 = (1 << 64) - 1
 
 
@@ -64,7 +62,8 @@ class MemorySystem:
         self.stats = MemoryStats()
         n_sm = gpu.chip.sm_count
         # --- L1 ---
-        self.l1_lines = [OrderedDict() for _ in range(n_sm)]
+        self.l1_lines: list[dict[int, int]] = [{} for _ in range(n_sm)]   # line -> sector bits, in LRU order
+        self.l1_evictions = [0] * n_sm
         self.l1_capacity = max(1, l1_bytes // l1.line_bytes)
         self.l1_free = [0.0] * n_sm              # L1TEX stage: busy until (cycles)
         self.l1_lines_per_clk = float(l1.lines_per_clk)
@@ -159,7 +158,7 @@ class MemorySystem:
             victim = next(iter(sset))
             v = sset.pop(victim)
             n = self.l2_evictions[s] + 1
-            if n >= L2_COMPACT_EVERY:
+            if n >= COMPACT_EVERY:
                 n = 0
                 self.l2_sets[s] = dict(sset)
             self.l2_evictions[s] = n
@@ -245,11 +244,11 @@ class MemorySystem:
             for j, line, m, sl in zip(range(n), lines, masks, slices):
                 nsec = POPCOUNT[m]
                 n_sec += nsec
-                have = od.get(line)
+                have = od.pop(line, None)
                 if have is not None:
-                    od.move_to_end(line)
                     miss = m & ~have
                     if not miss:
+                        od[line] = have
                         l1_hit += nsec
                         continue
                     l1_hit += nsec - POPCOUNT[miss]
@@ -258,7 +257,12 @@ class MemorySystem:
                     miss = m
                     od[line] = m
                     if len(od) > cap:
-                        od.popitem(last=False)
+                        del od[next(iter(od))]
+                        ev = self.l1_evictions[sm] + 1
+                        if ev >= COMPACT_EVERY:
+                            ev = 0
+                            od = self.l1_lines[sm] = dict(od)
+                        self.l1_evictions[sm] = ev
                 js.append(j)
                 ls.append(line)
                 ms.append(miss)
