@@ -525,7 +525,8 @@ class block_type:
 class tensor:
     """A tile value (or a per-program scalar) of every program of the chunk."""
 
-    __slots__ = ("v", "dtype", "shape", "ax", "lay", "src", "buf", "lsrc", "dsrc", "aff", "bk", "__weakref__")
+    __slots__ = ("v", "dtype", "shape", "ax", "lay", "src", "buf", "lsrc", "dsrc", "aff", "bk", "shift",
+                 "__weakref__")
 
     def __init__(self, v: np.ndarray, dt: dtype, shape=(), ax=None):
         self.v = v
@@ -539,6 +540,7 @@ class tensor:
         self.dsrc = None         # provenance: dot sites this value derives from
         self.aff = None          # lowering: per dim, is the value affine with a compile-time step there
         self.bk = None           # lowering, probe only: (kind, site, inputs, extra) of the producing tile op
+        self.shift = None        # pointers: (v of the pointer tile this one is, plus a scalar, elements)
 
     # ---- Triton's tensor surface -------------------------------------------------------------------
     @property
@@ -861,6 +863,8 @@ def binary(op: str, a, b) -> tensor | Any:
                 v = pv + (ov if op == "add" else -ov)
             out = tensor(v, p.dtype, shape)
             out.buf = p.buf
+            if p.shape == shape and ov.size == 1 and ov.dtype.kind in "iu":
+                out.shift = (p.v, int(ov.reshape(-1)[0]) * (1 if op == "add" else -1))
             if st is not None and st.rec is not None:
                 eb = p.dtype.element_ty.itemsize
                 pa, oa = broadcast_ax(p, shape), broadcast_ax(o, shape)

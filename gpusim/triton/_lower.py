@@ -49,6 +49,7 @@ number of K iterations, not with the address pattern); a reduction's partials ar
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 
@@ -693,6 +694,7 @@ class Recorder:
         self._div_setup: set = set()
         self._advanced: set = set()
         self._reduce_setup = False
+        self._access_cache: dict = {}        # (site, store) -> what _global_access needs to reuse its last requests
         self._const_done: set = set()
         self._const_keep: list = []
         # the program's fixed code: stack pointer, thread index, descriptors, its arguments, EXIT
@@ -1239,6 +1241,41 @@ class Recorder:
                          "divisibility_bytes": pax.div[d0], "mask_constancy": mask_c, "layout": repr(lay)}
         return lay, vec, f
 
+    def _global_access(self, site, ptr, shape, mask_t, lay, vec, store: bool) -> MemAccess:
+        """The coalesced requests of a global access: ``coalesce_programs`` of ``_addresses``.
+
+        A loop's pointer tile advanced by a scalar (``ptrs += BLOCK_K * stride``) from the tile this site accessed
+        last, with the same layout and no lane masked at run time, makes the same requests shifted by the
+        advance: when that is a whole number of 128 B lines, they are the last requests moved by so many lines
+        (same sector masks, same order), without recomputing the lanes' addresses."""
+        buf = ptr.buf
+        eb = buf.elem_bytes
+        unmasked = C.ST.active() is None and (mask_t is None or self._lane_mask(mask_t, shape, None) is None)
+        key = (site, store)
+        prev = self._access_cache.get(key)
+        sh = ptr.shift
+        if unmasked and prev is not None and sh is not None and sh[0] is prev[0] and prev[1] == lay.key and \
+                prev[2] == vec and prev[3] is buf and (sh[1] * eb) % 128 == 0:
+            last = prev[4]          # (its arrays are copied: a table's ops may be adjusted in place later)
+            acc = dataclasses.replace(last, line=last.line + (sh[1] * eb) // 128, ptr=last.ptr.copy(),
+                                      smask=last.smask.copy())
+        else:
+            acc = coalesce_programs(self._addresses(ptr, shape, mask_t, lay, vec, store), vec * eb, self.P)
+        self._access_cache[key] = (ptr.v, lay.key, vec, buf, acc) if unmasked else None
+        return acc
+
+    @staticmethod
+    def _lane_mask(mask_t, shape, idx):
+        """A mask tensor's lanes (reordered by ``idx``, if given) as a (P or 1, ...) bool array, or None when it is
+        the same true for all programs."""
+        mv = C.vshape(mask_t, shape)
+        if mv.dtype != np.bool_:
+            mv = mv != 0
+        if mv.shape[0] == 1 and mv.all():
+            return None
+        mv = np.broadcast_to(mv, (mv.shape[0],) + tuple(shape)).reshape(mv.shape[0], -1)
+        return mv if idx is None else mv[:, idx]
+
     def _addresses(self, ptr, shape, mask_t, lay, vec, store: bool):
         st = C.ST
         buf = ptr.buf
@@ -1250,11 +1287,7 @@ class Recorder:
         addr = buf.base_addr + offs[:, idx].astype(np.int64, copy=False) * eb   # (Pn, W, n, 32)
         m = None
         if mask_t is not None:
-            mv = C.vshape(mask_t, shape)
-            if mv.dtype != np.bool_:
-                mv = mv != 0
-            if not (mv.shape[0] == 1 and mv.all()):
-                m = np.broadcast_to(mv, (mv.shape[0],) + tuple(shape)).reshape(mv.shape[0], -1)[:, idx]
+            m = self._lane_mask(mask_t, shape, idx)
         a = st.active()
         if a is not None:
             am = a.reshape(-1, 1, 1, 1)
@@ -1306,8 +1339,7 @@ class Recorder:
             self.stats.mem_sites[key] = dec
         # a cp.async writes each element to shared memory once: lanes holding a replicated copy (a slice of an
         # MMA layout) are predicated off, as a store's are
-        mem = None if self.probe else coalesce_programs(self._addresses(ptr, shape, mask, lay, vec, pipelined),
-                                                      vec * eb, self.P)
+        mem = None if self.probe else self._global_access(site, ptr, shape, mask, lay, vec, pipelined)
         if self.probe:
             mem = _empty_access(self._n_warps(), vec * eb)
         tile_bytes = int(np.prod(shape)) * eb if shape else eb
@@ -1395,7 +1427,7 @@ class Recorder:
         dec["op"] = "store"
         if not self.probe:
             self.stats.mem_sites[key] = dec
-            mem = coalesce_programs(self._addresses(ptr, shape, mask, lay, vec, True), vec * eb, self.P)
+            mem = self._global_access(site, ptr, shape, mask, lay, vec, True)
         else:
             mem = _empty_access(self._n_warps(), vec * eb)
         self._emit(OpKind.STORE, Pipe.LSU, n_inst, deps, mem, label=f"STG.E.{vec * eb * 8}", line=line)

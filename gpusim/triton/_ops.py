@@ -9,6 +9,8 @@ the element offsets.  ``dot`` multiplies in float32 (tf32-rounded inputs for fp3
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
@@ -128,6 +130,25 @@ def _write_other(buf: C.Buffer, addr: np.ndarray, b: C.Buffer, raw_vals: np.ndar
     raw[k] = np.ascontiguousarray(raw_vals).view(np.uint8).reshape(-1, eb)
 
 
+_BOUNDS: dict[int, tuple] = {}     # id(pointer offsets array) -> (weak reference to it, min, max)
+
+
+def _bounds(ptr: tensor, o: np.ndarray) -> tuple[int, int]:
+    """Smallest and largest element offset of ``o``, all of ``ptr``'s offsets broadcast.  A pointer tile that is
+    another one advanced by a scalar (``ptr.shift``, a loop's ``ptrs += step``) has that one's bounds, advanced:
+    no pass over its values."""
+    sh = ptr.shift
+    hit = _BOUNDS.get(id(sh[0])) if sh is not None else None
+    if hit is not None and hit[0]() is sh[0]:
+        lo, hi = hit[1] + sh[1], hit[2] + sh[1]
+    else:
+        lo, hi = int(o.min()), int(o.max())
+    v = ptr.v
+    if id(v) not in _BOUNDS:
+        _BOUNDS[id(v)] = (weakref.ref(v, lambda _r, k=id(v): _BOUNDS.pop(k, None)), lo, hi)
+    return lo, hi
+
+
 def gather(ptr: tensor, shape, m: np.ndarray | None):
     """Loaded values (compute dtype), shape (Pn, *shape), and the effective mask."""
     buf = ptr.buf
@@ -144,7 +165,7 @@ def gather(ptr: tensor, shape, m: np.ndarray | None):
         mm = None
     if o.size == 0:
         return np.zeros(full, dt.np), mm
-    lo, hi = o.min(), o.max()
+    lo, hi = _bounds(ptr, o) if mm is None else (o.min(), o.max())
     if buf.n == 0 or lo < 0 or hi >= buf.n:
         idx, addr, hits = _oob(buf, o, mm, "load")
         safe = np.clip(o, 0, max(buf.n - 1, 0))
