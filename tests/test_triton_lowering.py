@@ -237,6 +237,39 @@ def test_sectors_of_a_coalesced_128bit_load():
     assert len(np.unique(m.line)) == len(m.line) == n * 4 // 128
 
 
+@pytest.mark.parametrize("BK,K", [(64, 512), (16, 200)])
+def test_advanced_pointer_tiles_reuse_requests_exactly(monkeypatch, BK, K):
+    """A loop's ``ptrs += BK * stride`` reuses the site's last coalesced requests shifted by whole lines: the
+    trace equals one where every access is coalesced from its lanes' addresses.  BK=64 (fp16): both operands
+    advance by whole lines and are reused; BK=16: A advances 32 B (recomputed), and the masked K tail is
+    recomputed too."""
+    from gpusim.triton import _lower as L
+    M = N = 128
+    a = (RNG.standard_normal((M, K)) * 0.1).astype(np.float16)
+    b = (RNG.standard_normal((K, N)) * 0.1).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    args = [a, b, c, M, N, K, K, 1, N, 1, N, 1]
+    meta = dict(BM=64, BN=64, BK=BK, PREC="tf32", num_warps=4, num_stages=2)
+    calls = []
+    real = L.coalesce_programs
+    monkeypatch.setattr(L, "coalesce_programs", lambda *x: calls.append(1) or real(*x))
+    reused = trace_launch(mm_kernel, (4,), args, meta)
+    n_reused = len(calls)
+    monkeypatch.setattr(L.Recorder, "_global_access", lambda self, site, ptr, shape, mask, lay, vec, store:
+                        real(self._addresses(ptr, shape, mask, lay, vec, store), vec * ptr.buf.elem_bytes, self.P))
+    full = trace_launch(mm_kernel, (4,), args, meta)
+    n_iter = -(-K // BK)
+    kinds = (OpKind.LOAD, OpKind.ASYNC_COPY, OpKind.STORE)
+    accesses = [(x.mem, y.mem) for tx, ty in zip(reused.tables, full.tables) for x, y in zip(tx.ops, ty.ops)
+                if x.kind in kinds and x.mem.space == Space.GLOBAL]
+    assert len(accesses) == 2 * n_iter + 1                      # A and B per iteration, the C store
+    for x, y in accesses:
+        assert np.array_equal(x.line, y.line) and np.array_equal(x.smask, y.smask)
+        assert np.array_equal(x.ptr, y.ptr) and x.bytes_requested == y.bytes_requested
+    # what was coalesced from addresses: the first iteration and the store; BK=16 also every A tile and the tail
+    assert n_reused == (3 if BK == 64 else 2 + n_iter + 1)
+
+
 @triton.jit
 def strided_kernel(x_ptr, out_ptr, stride, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
