@@ -134,11 +134,13 @@ class Engine:
                     reason = 3                           # short_scoreboard
                 elif kind in _GLOBAL_KINDS:
                     m = op.mem
-                    # the coalesced requests stay numpy (a warp's part is converted when it issues), so that a
-                    # long run holds no per-line Python objects
+                    # the coalesced requests stay numpy arrays, read through memoryviews (a warp's part is a slice
+                    # whose items become ints as the memory system takes them), so that a long run holds no
+                    # per-line Python objects
                     use_l1 = (self.cache_loads_l1 or int(m.space) == _LOCAL) if kind == _LOAD \
                         else m.bytes_per_lane < 16
-                    x = (m.line, m.smask, m.ptr.tolist(), self.mem.slices_of(m.line), use_l1)
+                    x = (memoryview(np.ascontiguousarray(m.line)), memoryview(np.ascontiguousarray(m.smask)),
+                         m.ptr.tolist(), memoryview(self.mem.slices_of(m.line)), use_l1)
                 else:
                     x = None
                 n = op.n_inst

@@ -21,6 +21,8 @@ the first line does not walk over many deleted ones.  L1s are kept the same way.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..config import GPUConfig
@@ -213,7 +215,8 @@ class MemorySystem:
         return t + self.atomic_latency + wait + max(0.0, delay)
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
-    def load(self, sm: int, t: float, lines: list, masks: list, use_l1: bool, slices: list) -> float:
+    def load(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int], use_l1: bool,
+             slices: Sequence[int]) -> float:
         """A warp's global/local load of ``lines`` (sector masks ``masks``) issued at ``t``; return when all
         data is back.  ``slices`` holds each line's L2 slice (``slices_of``)."""
         n = len(lines)
@@ -330,7 +333,7 @@ class MemorySystem:
             self._l2_insert(s, sset, line, fetch, start)
         return arr - self.xbar_cycles + (start - arr) + self.dram_latency + delay
 
-    def store(self, sm: int, t: float, lines: list, masks: list) -> float:
+    def store(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int]) -> float:
         """A warp's global store: L1 write-through without allocation (a cached copy is updated)."""
         n = len(lines)
         if n <= 0:
@@ -349,7 +352,7 @@ class MemorySystem:
             self.l2_write(part, t0 + j, line, m)
         return t0 + n
 
-    def atomic(self, sm: int, t: float, lines: list, masks: list, lanes: int) -> float:
+    def atomic(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int], lanes: int) -> float:
         """A warp's global atomic on ``lanes`` lanes, performed at the L2 slices; return when results are back."""
         n = len(lines)
         if n <= 0:

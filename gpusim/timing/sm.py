@@ -271,13 +271,12 @@ class WarpScheduler:
                         if kind != _STORE:
                             pend[ws] = t
                     elif kind == _ACOPY or kind == _LOAD:
-                        pend[ws] = self.mem_load(self.smi, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist(),
-                                                 use_l1, slice_a[lo:hi].tolist())
+                        pend[ws] = self.mem_load(self.smi, t, line_a[lo:hi], mask_a[lo:hi], use_l1, slice_a[lo:hi])
                     elif kind == _STORE:
-                        self.engine.mem.store(self.sm.index, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist())
+                        self.engine.mem.store(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi])
                     else:
                         eng = self.engine
-                        pend[ws] = eng.mem.atomic(self.sm.index, t, line_a[lo:hi].tolist(), mask_a[lo:hi].tolist(),
+                        pend[ws] = eng.mem.atomic(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi],
                                                  eng.lanes_of(cta.table, k, wi))
             issued += ni
             pc += 1
