@@ -4,7 +4,8 @@ The CTA scheduler (the chip's work distributor) starts the grid after the launch
 with as many CTAs as occupancy allows (CTA ``i`` of the first wave goes to SM ``i mod n``), and when a CTA
 retires it dispatches the next CTA in linear order to the freed SM after ``cta_launch_cycles`` -- so grids
 larger than one wave run in waves, and a last partial wave leaves SMs idle (wave quantization).  The kernel
-ends when the last CTA retires, plus a drain.  Each SM sub-partition is one simpy process (see ``sm.py``); the
+ends when the last CTA retires, plus a drain.  Each SM sub-partition's warp scheduler is woken by entries in
+simpy's event queue (see ``sm.py``), which the engine drains itself (``_drain``: simpy's step, inlined); the
 memory system (``memory.py``) is passive and timed by reservation.  Nothing here computes values.
 
 Observation never changes timing: the optional timeline is appended to, never read, by the engine.

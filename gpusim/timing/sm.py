@@ -124,7 +124,7 @@ class WarpScheduler:
             self._at(0.0, URGENT)
 
     def run(self) -> None:
-        """The scheduler, called back by simpy.  It keeps a local clock ``tl`` that may run up to ``QUANTUM``
+        """The scheduler, woken from simpy's event queue.  It keeps a local clock ``tl`` that may run up to ``QUANTUM``
         cycles ahead of simpy's clock, so that many short intervals cost one simpy event; it returns (after
         booking its next call) whenever it gets further ahead, and sleeps when no warp can issue before then:
         a timed call when a warp becomes ready, or none, until ``wake``."""
