@@ -484,7 +484,6 @@ def coalesce_programs(addr: np.ndarray, bpl: int, P: int) -> MemAccess:
     mn = np.where(V, A, big).min(axis=1)
     empty = mn == big
     R = np.where(V, A - np.where(empty, 0, mn)[:, None], -1)
-    per_prog_lines: list = [None] * Pa
     groups = []          # (rep, members array, shifts)
     remaining = np.nonzero(~empty)[0]
     tries = 0
@@ -1434,8 +1433,7 @@ class Recorder:
 
     def atomic(self, out, ptr, val, mask, shape, op):
         file, line, site = C.user_site()
-        lay, vec, f = self._mem_decision(site, ptr, mask, shape, False)
-        vec = 1
+        lay, _vec, f = self._mem_decision(site, ptr, mask, shape, False)     # atomics are scalar
         if shape:
             lay = blocked(tuple(shape), (1,) * len(shape), lay.order, self.W)
             if self.probe:
@@ -1632,8 +1630,8 @@ class Recorder:
                 ld = self._shared(OpKind.LOAD, max(1, nbytes // 512), 16, sdeps, "LDSM.16.M88.4", line)
                 self._staged[("ldsm", id(x))] = (weakref.ref(x), ld)
                 deps.append(ld)
-            label = f"HMMA.16816.F32" + ("" if dt == "fp16" else f".{dt.upper()}") if kk == 16 else \
-                f"HMMA.1688.F32.TF32" if dt == "tf32" else "IMMA.16832.S32.S8"
+            label = "HMMA.16816.F32" + ("" if dt == "fp16" else f".{dt.upper()}") if kk == 16 else \
+                "HMMA.1688.F32.TF32" if dt == "tf32" else "IMMA.16832.S32.S8"
             op = self._emit(OpKind.MMA, Pipe.TENSOR, n_inst, deps, flops=flops, mma_dtype=_mma_key(dt),
                             label=label, line=line)
             instr = (16, 8, kk)

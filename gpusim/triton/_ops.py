@@ -555,7 +555,7 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
     min_k = 32 if a.dtype.primitive_bitwidth == 8 else 16
     if K < min_k:
         fail(CompileError, f"tl.dot: input shapes should have M >= 1, N >= 1 and K >= {min_k} (got K = {K})")
-    M, N = a.shape[-2], b.shape[-1]
+    N = b.shape[-1]
     oshape = a.shape[:-1] + (N,)
     if a.dtype.is_int():
         ret = int32

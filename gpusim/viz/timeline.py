@@ -295,7 +295,6 @@ def timeline_bars(report, max_sms: int | None = 8, max_bars: int = DEFAULT_MAX_B
     in the same category are merged (touching ones first, then across the smallest gaps), and if that is not
     enough each row is binned in time (``merged`` says which; ``notes`` says it in words).
     """
-    res = report.engine
     n_chip = report.config.chip.sm_count if report.config is not None else len(active_sms(report))
     act = active_sms(report)
     chosen = sorted(sms) if sms is not None else sample_sms(report, max_sms)
