@@ -146,3 +146,41 @@ def test_achieved_occupancy_bounded_by_theoretical():
     res = run(tr, H100)
     achieved = 100 * res.sm_warp_cycles / res.sm_active_cycles / H100.sm.max_warps
     assert 0 < achieved <= res.occupancy.theoretical_pct + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_scoreboard_slots_read_what_a_table_of_every_op_would(seed):
+    """``Engine._allocate`` gives results scoreboard slots reused after their last reader.  Replaying a random
+    stream both ways -- a dict keyed by op index (what a result is, by definition) and the slot list -- every
+    op must see the same latest dependence time and the same stall reason, with fewer slots than ops."""
+    import random
+
+    from gpusim.timing.engine import Engine
+    from gpusim.timing.sm import _ALU, _LOAD, _MMA, _STORE
+
+    rng = random.Random(seed)
+    n = 300
+    ops, reasons = [], []
+    for k in range(n):
+        kind = rng.choice([_ALU, _ALU, _ALU, _LOAD, _MMA, _STORE])
+        deps = tuple(rng.sample(range(max(0, k - 40), k), min(k, rng.randint(0, 3)))) if k else ()
+        ops.append((k, kind, 0, 1, deps, 1.0, 1.0, None, None))
+        reasons.append({_ALU: 6, _LOAD: 2, _MMA: 9, _STORE: 2}[kind])
+    # this warp skips some ops (inactive lanes): dependences on them read as 0
+    stream = [c for c in ops if rng.random() > 0.1]
+    alloc, n_slots = Engine._allocate(stream, reasons)
+    assert n_slots < len(stream) // 2
+    table: dict[int, float] = {}
+    slots = [0.0] * n_slots
+    for c, a in zip(stream, alloc):
+        k, kind, deps = c[0], c[1], c[4]
+        want = max([(table.get(d, 0.0), -i, reasons[d]) for i, d in enumerate(deps)], default=(0.0, 0, None))
+        got = max([(slots[s], -i, a[9][i]) for i, s in enumerate(a[4])], default=(0.0, 0, None))
+        assert got[0] == want[0]
+        if want[0] > 0:
+            assert got[2] == want[2]
+        t = rng.uniform(1.0, 1000.0)
+        writes = bool(deps) if kind == _ALU else kind != _STORE      # what the scheduler records
+        if writes:
+            table[k] = t
+            slots[a[8]] = t
