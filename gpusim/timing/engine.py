@@ -167,7 +167,7 @@ class Engine:
         cached = self._stream_cache.get(id(table))
         if cached is None:
             cops = self.compiled(table)
-            reasons = self._reasons[id(table)]
+            reasons = self.stall_reason_of(table)
             if table.active is None:
                 cached = ([self._allocate(cops, reasons)], None)
             else:
