@@ -33,6 +33,20 @@ COMPACT_EVERY = 512
 _MASK64 = (1 << 64) - 1
 
 
+def _evict_first(sets: list[dict], evictions: list[int], i: int) -> tuple[int, int]:
+    """Take the least recently used line (the dict's first) out of set ``i``; return it and its bits.  Every
+    ``COMPACT_EVERY`` evictions the set's dict is rebuilt (``sets[i]`` is then a new dict)."""
+    d = sets[i]
+    victim = next(iter(d))
+    v = d.pop(victim)
+    n = evictions[i] + 1
+    if n >= COMPACT_EVERY:
+        n = 0
+        sets[i] = dict(d)
+    evictions[i] = n
+    return victim, v
+
+
 def _hash(x: int) -> int:
     """A cheap, deterministic scramble of an address block number (Fibonacci hashing)."""
     return ((x * _MIX) & _MASK64) >> 29
@@ -157,13 +171,7 @@ class MemorySystem:
         (its dirty sectors go to DRAM at ``t``)."""
         sset[line] = value
         if len(sset) > self.l2_capacity:
-            victim = next(iter(sset))
-            v = sset.pop(victim)
-            n = self.l2_evictions[s] + 1
-            if n >= COMPACT_EVERY:
-                n = 0
-                self.l2_sets[s] = dict(sset)
-            self.l2_evictions[s] = n
+            victim, v = _evict_first(self.l2_sets, self.l2_evictions, s)
             dirty = v >> 4
             if dirty:
                 self._dram(t, victim, dirty, True)
@@ -260,12 +268,8 @@ class MemorySystem:
                     miss = m
                     od[line] = m
                     if len(od) > cap:
-                        del od[next(iter(od))]
-                        ev = self.l1_evictions[sm] + 1
-                        if ev >= COMPACT_EVERY:
-                            ev = 0
-                            od = self.l1_lines[sm] = dict(od)
-                        self.l1_evictions[sm] = ev
+                        _evict_first(self.l1_lines, self.l1_evictions, sm)
+                        od = self.l1_lines[sm]
                 js.append(j)
                 ls.append(line)
                 ms.append(miss)

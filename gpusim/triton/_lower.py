@@ -1255,9 +1255,7 @@ class Recorder:
         sh = ptr.shift
         if unmasked and prev is not None and sh is not None and sh[0] is prev[0] and prev[1] == lay.key and \
                 prev[2] == vec and prev[3] is buf and (sh[1] * eb) % 128 == 0:
-            last = prev[4]          # (its arrays are copied: a table's ops may be adjusted in place later)
-            acc = dataclasses.replace(last, line=last.line + (sh[1] * eb) // 128, ptr=last.ptr.copy(),
-                                      smask=last.smask.copy())
+            acc = dataclasses.replace(prev[4], line=prev[4].line + (sh[1] * eb) // 128)   # (ptr, smask shared)
         else:
             acc = coalesce_programs(self._addresses(ptr, shape, mask_t, lay, vec, store), vec * eb, self.P)
         self._access_cache[key] = (ptr.v, lay.key, vec, buf, acc) if unmasked else None
