@@ -309,7 +309,7 @@ def _compute(kind: str, iters: int, waves: int = 4) -> Micro:
 
 
 def _per_clk_per_sm(rate: float, sms: int):
-    from .collect import sm_clock_mhz
+    from .harness import sm_clock_mhz
     mhz = sm_clock_mhz()
     return None if not mhz else rate / (mhz * 1e6) / sms
 
@@ -325,7 +325,7 @@ def _tensor(kind: str, n: int = 8192) -> Micro:
             c = torch.empty(n, n, device="cuda", dtype=dt)
             # cuBLAS picks the kernel (its name is not ours): "" matches whatever kernel ncu sees
             return Launches([lambda: torch.matmul(a, b, out=c)], [""], [a, b, c], {"flops": 2 * n ** 3})
-        from .collect import PreparedCase
+        from .harness import PreparedCase
         mod = suite.load_kernel_module("kernels/tl_matmul.py")
         bm, bn, bk, w, st = suite.MM_CONFIGS["128x128x64"]
         spec = mod.launch(M=n, N=n, K=n, BM=bm, BN=bn, BK=bk, num_warps=w, num_stages=st, GROUP_M=8)
@@ -350,7 +350,7 @@ def _tensor(kind: str, n: int = 8192) -> Micro:
 
 
 def _check_rows(prep, A, B, C, rows: int = 64) -> dict:
-    from .collect import compare
+    from .harness import compare
     got = prep.placer.fetch(C)[:rows]
     return compare(got, A[:rows].astype(np.float32) @ B.astype(np.float32), 1e-2, 1e-2)
 
@@ -434,7 +434,7 @@ def select(pattern: str | None = None, shard: str | None = None, quick: bool = F
 
 def run_timing(micros: list[Micro], on_result, time_budget: float = 480.0):
     import traceback
-    from .collect import free_gpu_memory, log, sm_clock_mhz
+    from .harness import free_gpu_memory, log, sm_clock_mhz
     t_start = time.time()
     for m in micros:
         res = {"kind": m.kind, "params": m.params}
