@@ -18,7 +18,7 @@ dim)``: ``SHF`` + ``LOP3`` + ``IADD3`` + ``IMAD.X``); an array's data pointer, s
 parameters read from the constant bank (``ULDC.64``, once per kernel: loop-invariant); ``range`` loops run
 numba's range iterator (a per-iteration compare-and-select on a 64-bit count, ``ISETP``/``SEL``), and LLVM
 runtime-unrolls innermost loops with a runtime trip count by ``LOOP_UNROLL_FACTOR`` (see
-``runtime.unroll_loops``).
+``unroll.unroll_loops``).
 
 Pipes: ``Pipe.INT`` is the ALU pipe (integer add/logic/shift/compare/select), ``Pipe.FP32`` the FMA pipe, which
 on sm_90 also runs the IMAD family (``IMAD``, ``IMAD.WIDE``, ``IMAD.X``, ``IMAD.MOV``, ``IMAD.SHL``):
@@ -82,7 +82,7 @@ NO_UNROLL_MATH = frozenset({"sin", "cos", "tan", "pow", "lgamma", "gamma", "erfc
 #:                              count, + 64-bit value when the body reads the variable), a countable while's
 #:                              trip counter
 #:   unrolled_loads_in_flight   results of the loads of the other 3 iterations of a runtime-unrolled body,
-#:                              issued ahead of their uses (``runtime.unroll_pressure``)
+#:                              issued ahead of their uses (``unroll.unroll_pressure``)
 #:   math_scratch               libdevice scratch (``MATH_REGISTERS``: sinf's slow path)
 #:   expression_temporaries     deepest expression (Sethi-Ullman): ptxas schedules it into the registers the
 #:                              other terms count, so the fit gives it no weight
@@ -290,7 +290,7 @@ COSTS[("membar",)] = [(LSU, 1, "MEMBAR")]
 # (5 more: row_col_sum, 91 per 4 iterations = 4 x (LDG + FADD + 9 address + 10 iterator) + 5 trip test).
 COSTS[("range_iter", False)] = [(INT, 4, "ISETP+SEL+IADD3"), (FP32, 1, "IMAD.X")]
 COSTS[("range_iter", True)] = [(INT, 8, "ISETP+SEL+IADD3"), (FP32, 2, "IMAD.X")]
-# the value used only in 32-bit arithmetic (``e & mask``, see ``runtime.Chunk.narrow``): SEL + IMAD.IADD
+# the value used only in 32-bit arithmetic (``e & mask``, see ``arith.Arith.narrow``): SEL + IMAD.IADD
 # (bank_conflicts' reps loop: 57 per 4 iterations = 4 x (LDS + FADD + 4 address + 7 iterator) + 5 trip test)
 COSTS[("range_iter", "narrow")] = [(INT, 5, "ISETP+SEL+IADD3"), (FP32, 2, "IMAD.X")]
 # iterator set-up (count = max(stop - start, 0) by selects) and the test that skips an empty loop
