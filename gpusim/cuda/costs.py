@@ -4,7 +4,7 @@ The front end records, for every construct a warp executes, the SASS instruction
 compiler (numba -> NVVM -> ptxas, sm_90) emits for it.  Every count lives here, as data, so that the
 per-construct costs can be calibrated without touching the executor.
 
-Calibration (``python -m gpusim.cuda.calibration --pipes`` prints the fit): the counts of the constructs the
+Calibration (``python -m gpusim.validate.cuda_calibration --pipes`` prints the fit): the counts of the constructs the
 validation suite uses were read off the sm_90 SASS of the suite's kernels as numba-cuda 0.30 / CUDA 13 builds
 them (the opcode histograms are committed in ``gpusim/validate/records/timing.json``, ``sass_histogram``) and
 checked against ``smsp__inst_executed.sum`` and its per-pipe split measured by Nsight Compute on an H100
@@ -25,7 +25,7 @@ on sm_90 also runs the IMAD family (``IMAD``, ``IMAD.WIDE``, ``IMAD.X``, ``IMAD.
 integer multiply-adds and the high halves of 64-bit adds go there (vector add: ``pipe_fma`` = 5 per warp = 3
 ``IMAD.X`` + ``IMAD.WIDE`` + ``FADD``).  ``Pipe.UNIFORM`` holds constant-bank reads (``ULDC``, ``LDC``) and
 uniform-datapath ops; ``Pipe.BRANCH`` branches and convergence barriers (``BRA``, ``BSSY``, ``BSYNC``,
-``EXIT``).  ``calibration.ncu_pipe`` maps an op to the Nsight pipe it counts on.
+``EXIT``).  ``gpusim.validate.cuda_calibration.ncu_pipe`` maps an op to the Nsight pipe it counts on.
 
 Units: warp instructions per executing warp.
 
