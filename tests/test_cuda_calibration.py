@@ -2,14 +2,14 @@
 hoisting LLVM/ptxas apply, the register estimate, and the counts that must stay exact.
 
 The instruction costs (gpusim/cuda/costs.py) were read off numba-cuda's sm_90 SASS of the suite's kernels and
-fit to ``smsp__inst_executed.sum`` of records/ncu_*.json; ``python -m gpusim.cuda.calibration --pipes`` prints the
-fit.  These tests hold every non-heavy CUDA case to it (tracing only, no timing: ~15 s).
+fit to ``smsp__inst_executed.sum`` of records/ncu_*.json; ``python -m gpusim.validate.cuda_calibration --pipes``
+prints the fit.  These tests hold every non-heavy CUDA case to it (tracing only, no timing: ~15 s).
 """
 import numpy as np
 import pytest
 
 from gpusim import cuda
-from gpusim.cuda import calibration as K
+from gpusim.validate import cuda_calibration as K
 from gpusim.cuda import costs as C_
 from gpusim.cuda import runtime as R
 from gpusim.cuda import trace_launch

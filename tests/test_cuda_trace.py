@@ -336,7 +336,7 @@ def k_walks(a, out, loc_k):
 
 
 def test_memory_summary_cache_is_exact(monkeypatch):
-    import gpusim.cuda.runtime as RT
+    import gpusim.cuda.memaccess as RT
     a = np.random.default_rng(3).random((40, 40)).astype(np.float32)
     out = np.zeros(160, np.float32)              # the same arrays: the same device addresses
 

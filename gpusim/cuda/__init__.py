@@ -12,9 +12,12 @@
     tr = cuda.trace_launch(add, (n + 255) // 256, 256, [a, b, out])   # ... and returns the KernelTrace
 
 A kernel runs warp-vectorized: all threads of a chunk of CTAs execute in lockstep as numpy vectors, with
-active masks for divergent control flow (``runtime.py``; the rewriting of the kernel's source is in
-``compiler.py``; per-construct instruction costs in ``costs.py``).  A plain launch records and publishes a
-trace only when ``gpusim.trace.launch_observers`` is non-empty (inside ``gpusim.session()``).
+active masks for divergent control flow (``runtime.py``, composed of one module per room of the machine:
+``arith``, ``control``, ``indexing``, ``memaccess``, ``atomics``, ``warp``; ``unroll.py`` is LLVM's runtime
+unrolling); the rewriting of the kernel's source is in ``compiler.py`` and its passes (``resolve``,
+``analysis``, ``rewrite_stmts``, ``rewrite_exprs``); per-construct instruction costs in ``costs.py``.  A plain
+launch records and publishes a trace only when ``gpusim.trace.launch_observers`` is non-empty (inside
+``gpusim.session()``).
 
 What runs in kernels: ``cuda.grid/gridsize/threadIdx/blockIdx/blockDim/gridDim/laneid/warpsize``,
 ``cuda.shared.array`` (shape 0 = the launch's dynamic shared memory), ``cuda.local.array``,

@@ -4,7 +4,7 @@ The front end records, for every construct a warp executes, the SASS instruction
 compiler (numba -> NVVM -> ptxas, sm_90) emits for it.  Every count lives here, as data, so that the
 per-construct costs can be calibrated without touching the executor.
 
-Calibration (``python -m gpusim.cuda.calibration --pipes`` prints the fit): the counts of the constructs the
+Calibration (``python -m gpusim.validate.cuda_calibration --pipes`` prints the fit): the counts of the constructs the
 validation suite uses were read off the sm_90 SASS of the suite's kernels as numba-cuda 0.30 / CUDA 13 builds
 them (the opcode histograms are committed in ``gpusim/validate/records/timing.json``, ``sass_histogram``) and
 checked against ``smsp__inst_executed.sum`` and its per-pipe split measured by Nsight Compute on an H100
@@ -18,14 +18,14 @@ dim)``: ``SHF`` + ``LOP3`` + ``IADD3`` + ``IMAD.X``); an array's data pointer, s
 parameters read from the constant bank (``ULDC.64``, once per kernel: loop-invariant); ``range`` loops run
 numba's range iterator (a per-iteration compare-and-select on a 64-bit count, ``ISETP``/``SEL``), and LLVM
 runtime-unrolls innermost loops with a runtime trip count by ``LOOP_UNROLL_FACTOR`` (see
-``runtime.unroll_loops``).
+``unroll.unroll_loops``).
 
 Pipes: ``Pipe.INT`` is the ALU pipe (integer add/logic/shift/compare/select), ``Pipe.FP32`` the FMA pipe, which
 on sm_90 also runs the IMAD family (``IMAD``, ``IMAD.WIDE``, ``IMAD.X``, ``IMAD.MOV``, ``IMAD.SHL``):
 integer multiply-adds and the high halves of 64-bit adds go there (vector add: ``pipe_fma`` = 5 per warp = 3
 ``IMAD.X`` + ``IMAD.WIDE`` + ``FADD``).  ``Pipe.UNIFORM`` holds constant-bank reads (``ULDC``, ``LDC``) and
 uniform-datapath ops; ``Pipe.BRANCH`` branches and convergence barriers (``BRA``, ``BSSY``, ``BSYNC``,
-``EXIT``).  ``calibration.ncu_pipe`` maps an op to the Nsight pipe it counts on.
+``EXIT``).  ``gpusim.validate.cuda_calibration.ncu_pipe`` maps an op to the Nsight pipe it counts on.
 
 Units: warp instructions per executing warp.
 
@@ -82,7 +82,7 @@ NO_UNROLL_MATH = frozenset({"sin", "cos", "tan", "pow", "lgamma", "gamma", "erfc
 #:                              count, + 64-bit value when the body reads the variable), a countable while's
 #:                              trip counter
 #:   unrolled_loads_in_flight   results of the loads of the other 3 iterations of a runtime-unrolled body,
-#:                              issued ahead of their uses (``runtime.unroll_pressure``)
+#:                              issued ahead of their uses (``unroll.unroll_pressure``)
 #:   math_scratch               libdevice scratch (``MATH_REGISTERS``: sinf's slow path)
 #:   expression_temporaries     deepest expression (Sethi-Ullman): ptxas schedules it into the registers the
 #:                              other terms count, so the fit gives it no weight
@@ -290,7 +290,7 @@ COSTS[("membar",)] = [(LSU, 1, "MEMBAR")]
 # (5 more: row_col_sum, 91 per 4 iterations = 4 x (LDG + FADD + 9 address + 10 iterator) + 5 trip test).
 COSTS[("range_iter", False)] = [(INT, 4, "ISETP+SEL+IADD3"), (FP32, 1, "IMAD.X")]
 COSTS[("range_iter", True)] = [(INT, 8, "ISETP+SEL+IADD3"), (FP32, 2, "IMAD.X")]
-# the value used only in 32-bit arithmetic (``e & mask``, see ``runtime.Chunk.narrow``): SEL + IMAD.IADD
+# the value used only in 32-bit arithmetic (``e & mask``, see ``arith.Arith.narrow``): SEL + IMAD.IADD
 # (bank_conflicts' reps loop: 57 per 4 iterations = 4 x (LDS + FADD + 4 address + 7 iterator) + 5 trip test)
 COSTS[("range_iter", "narrow")] = [(INT, 5, "ISETP+SEL+IADD3"), (FP32, 2, "IMAD.X")]
 # iterator set-up (count = max(stop - start, 0) by selects) and the test that skips an empty loop

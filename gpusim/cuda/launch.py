@@ -9,7 +9,7 @@ The register estimate (``KernelTrace.regs_per_thread``) stands in for ptxas' cou
 a weighted sum (``costs.REGISTERS_WEIGHTS``) of the peak over the kernel's statements of its live runtime
 variables' 32-bit words (a 64-bit value counts 2; array and scalar parameters and compile-time constants 0: they
 live in the constant bank or fold into immediates), the state of numba's range iterators in the deepest loop
-nest, the load results an unrolled loop holds in flight (``runtime.unroll_pressure``), libdevice scratch, local
+nest, the load results an unrolled loop holds in flight (``unroll.unroll_pressure``), libdevice scratch, local
 arrays only ever indexed with constants (kept in registers) and the peak of the inlined device functions;
 clamped to [16, 255] (Nsight reports at least 16).  Its stated error, against ``launch__registers_per_thread``
 of the H100 records: within 4 registers for every SIMT kernel, 1.4 on average (``costs.REGISTERS_ERROR``;

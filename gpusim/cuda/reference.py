@@ -13,8 +13,9 @@ import types
 import numpy as np
 
 from ..errors import UnsupportedConstruct
-from .compiler import classify, unwrap
+from .compiler import unwrap
 from .memory import as_device_storage
+from .resolve import classify
 
 
 class _Dim3:

@@ -1,12 +1,12 @@
 """Per-construct instruction costs held against the H100 records: predicted vs measured, per Nsight pipe.
 
 The SIMT front end charges every construct the warp instructions numba-cuda's compiler emits for it
-(``costs.py``).  This module makes the fit reproducible: it traces the non-heavy CUDA suite cases (functional
-execution only, no timing) and prints, per case and per warp, ``smsp__inst_executed.sum`` and its split over
-Nsight Compute's pipes next to the committed H100 measurement (``gpusim/validate/records/ncu_*.json``),
+(``gpusim/cuda/costs.py``).  This module makes the fit reproducible: it traces the non-heavy CUDA suite cases
+(functional execution only, no timing) and prints, per case and per warp, ``smsp__inst_executed.sum`` and its
+split over Nsight Compute's pipes next to the committed H100 measurement (``gpusim/validate/records/ncu_*.json``),
 together with the active threads per instruction and the register estimate::
 
-    python -m gpusim.cuda.calibration [--cases REGEX] [--pipes]
+    python -m gpusim.validate.cuda_calibration [--cases REGEX] [--pipes]
 
 Nsight's pipes are not gpusim's ``Pipe``: ``ncu_pipe`` maps an op to the pipe Nsight counts it on, by its
 label (the SASS opcode):
@@ -84,8 +84,8 @@ def trace_counts(tr) -> dict:
 def predicted(case) -> list[dict]:
     """Trace every step of a suite case (values computed, no timing); one count dict per kernel."""
     from ..api import launch_steps
-    from ..validate.suite import load_case
-    from .launch import trace_launch
+    from ..cuda.launch import trace_launch
+    from .suite import load_case
     out = []
     for st in launch_steps(load_case(case)):
         tr = trace_launch(st["kernel"], st["grid"], st["block"], list(st["args"]),
@@ -96,7 +96,7 @@ def predicted(case) -> list[dict]:
 
 def measured(case_name: str) -> list[dict]:
     """The records' counts for a case, in the shape of ``trace_counts``."""
-    from ..validate.records import kernel_metrics
+    from .records import kernel_metrics
     out = []
     for r in kernel_metrics(case_name):
         warps = int(r["launch__grid_size"]) * -(-int(r["launch__block_size"]) // WARP)
@@ -110,7 +110,7 @@ def measured(case_name: str) -> list[dict]:
 
 def cases(pattern: str | None = None) -> list:
     """The non-heavy CUDA suite cases (those the calibration is held to), optionally filtered."""
-    from ..validate.suite import CASES
+    from .suite import CASES
     rx = re.compile(pattern) if pattern else None
     return [c for c in CASES if c.frontend == "cuda" and "heavy" not in c.tags and (rx is None or rx.search(c.name))]
 
@@ -173,7 +173,7 @@ def format_rows(rows: list[dict], pipes: bool = False) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m gpusim.cuda.calibration", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m gpusim.validate.cuda_calibration", description=__doc__.split("\n")[0])
     ap.add_argument("--cases", help="regular expression on case names (default: every non-heavy CUDA case)")
     ap.add_argument("--pipes", action="store_true", help="also print per-pipe counts per warp (predicted/measured)")
     a = ap.parse_args(argv)

@@ -1,0 +1,406 @@
+"""The ALU of the SIMT machine: arithmetic, comparisons, conversions, math functions and bit intrinsics.
+
+Every operation computes on all lanes at once with numba's typing rules (``values.arith_type``: integers widen to
+64 bit) and records the instructions numba-cuda's compiler emits for it (``costs.py``): conversions once per value
+and type (CSE), ``x*y + z`` fused into an FMA as ptxas does, 64-bit integer arithmetic costed as 32-bit inside
+``e & small_constant`` (LLVM's demanded-bits narrowing), libdevice math functions with their scratch registers.
+Units: warp instructions, flops per lane.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import CompileError, UnsupportedConstruct
+from . import costs as C_
+from .values import BOOL, EMPTY, F32, F64, I32, I64, U32, U64, V, _fix, _union, arith_type, short, unify
+
+
+def _narrow_dtype(dt: np.dtype) -> str:
+    """Cost dtype of integer arithmetic whose high 32 bits nobody reads (see ``Chunk.narrow``)."""
+    if dt.kind in "iu" and dt.itemsize == 8:
+        return "int32" if dt.kind == "i" else "uint32"
+    return _cost_dtype(dt)
+
+
+def _cost_dtype(dt: np.dtype) -> str:
+    if dt.kind in "iu" and dt.itemsize < 4:
+        return "int32" if dt.kind == "i" else "uint32"
+    return dt.name
+
+
+_BIN_UFUNC = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "lshift": np.left_shift,
+              "rshift": np.right_shift, "bitand": np.bitwise_and, "bitor": np.bitwise_or,
+              "bitxor": np.bitwise_xor}
+_CMP_UFUNC = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+              "ne": np.not_equal}
+_COST_OP = {"lshift": "shift", "rshift": "shift", "bitand": "bitop", "bitor": "bitop", "bitxor": "bitop"}
+_CONST_KEYED = frozenset(("floordiv", "mod", "mul", "bitand", "bitor", "bitxor"))  # cheaper by a constant
+_COMMUTATIVE = frozenset(("mul", "bitand", "bitor", "bitxor"))
+
+
+# ---- math functions ---------------------------------------------------------------------------------------------
+
+def _vec(fn):
+    uf = np.frompyfunc(fn, 1, 1)
+
+    def impl(x):
+        if type(x) is not np.ndarray:
+            try:
+                return type(x)(fn(float(x)))
+            except (ValueError, OverflowError):
+                return type(x)(np.nan)
+        return uf(x.astype(np.float64)).astype(np.float64)
+    return impl
+
+
+def _safe(fn):
+    def f(v):
+        try:
+            return fn(v)
+        except (ValueError, OverflowError):
+            return math.inf if fn is math.gamma and v > 0 else math.nan
+    return f
+
+
+_MATH: dict = {
+    "sqrt": (1, np.sqrt, "same"), "exp": (1, np.exp, "same"), "exp2": (1, np.exp2, "same"),
+    "expm1": (1, np.expm1, "same"), "log": (1, np.log, "same"), "log2": (1, np.log2, "same"),
+    "log10": (1, np.log10, "same"), "log1p": (1, np.log1p, "same"), "sin": (1, np.sin, "same"),
+    "cos": (1, np.cos, "same"), "tan": (1, np.tan, "same"), "asin": (1, np.arcsin, "same"),
+    "acos": (1, np.arccos, "same"), "atan": (1, np.arctan, "same"), "sinh": (1, np.sinh, "same"),
+    "cosh": (1, np.cosh, "same"), "tanh": (1, np.tanh, "same"), "asinh": (1, np.arcsinh, "same"),
+    "acosh": (1, np.arccosh, "same"), "atanh": (1, np.arctanh, "same"), "fabs": (1, np.abs, "same"),
+    "floor": (1, np.floor, "int"), "ceil": (1, np.ceil, "int"), "trunc": (1, np.trunc, "int"),
+    "erf": (1, _vec(_safe(math.erf)), "same"), "erfc": (1, _vec(_safe(math.erfc)), "same"),
+    "gamma": (1, _vec(_safe(math.gamma)), "same"), "lgamma": (1, _vec(_safe(math.lgamma)), "same"),
+    "isnan": (1, np.isnan, "bool"), "isinf": (1, np.isinf, "bool"), "isfinite": (1, np.isfinite, "bool"),
+    "degrees": (1, np.degrees, "same"), "radians": (1, np.radians, "same"),
+    "pow": (2, np.power, "same"), "atan2": (2, np.arctan2, "same"), "hypot": (2, np.hypot, "same"),
+    "fmod": (2, np.fmod, "same"), "copysign": (2, np.copysign, "same"),
+    "cbrt": (1, np.cbrt, "same"), "rsqrt": (1, lambda x: 1 / np.sqrt(x), "same"),
+}
+MATH_FUNCTIONS = frozenset(_MATH)
+
+
+class Arith:
+    """The chunk's (``runtime.Chunk``) arithmetic and math: each method takes ``V`` operands (or Python numbers)
+    and returns the ``V`` result, recording the instructions under the current mask."""
+
+    def _cvt(self, v: V, dt: np.dtype, line):
+        """v converted to dt, recording the conversion instruction when it is not folded."""
+        x = v.v
+        if x.dtype == dt:
+            return x
+        if self.recording and not v.const and self.mask is not EMPTY \
+                and not (self.narrowed and x.dtype.kind in "iub" and dt.kind in "iu"):
+            a, b = short(x.dtype), short(dt)
+            if a != b and not (a[0] in "iu" and b[0] in "iu" and a[1:] == b[1:]):
+                k = (v.key(), b)
+                if k not in self._cvt_seen:          # a value is converted once (CSE, hoisted out of loops)
+                    self._cvt_seen.add(k)
+                    self._rec(("cvt", a, b), line, v.deps)
+        return x.astype(dt)
+
+    def truth(self, c, line) -> V:
+        c = self._val(c, line)
+        if c.v.dtype == BOOL:
+            return c
+        r = _fix(c.v != 0)
+        n0 = len(self.ops)
+        if self.recording and not c.const:
+            self._rec(("not", _cost_dtype(c.v.dtype)), line, c.deps)
+        return V(r, self._out(c.deps, n0), c.const)
+
+    def binop(self, op, a, b, line) -> V:
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            raise self._err(UnsupportedConstruct, f"arithmetic '{op}' on tuples", line)
+        a = self._val(a, line)
+        b = self._val(b, line)
+        ta, tb = a.v.dtype, b.v.dtype
+        if op in ("bitand", "bitor", "bitxor") and ta == BOOL and tb == BOOL:
+            ct = BOOL
+        elif op == "truediv" and ta.kind in "iub" and tb.kind in "iub":
+            ct = F64
+        elif op == "pow" and ta.kind == "f" and tb.kind in "iub":
+            ct = ta                                       # float ** int keeps the float type (powi)
+        elif op in ("lshift", "rshift") and ta.kind in "iub" and tb.kind in "iub":
+            ct = U64 if ta.kind == "u" else I64         # the left operand's signedness, widened
+        else:
+            ct = arith_type(ta, tb)
+            if op in _COST_OP and ct.kind == "f":
+                raise self._err(CompileError, f"bitwise operation on floating-point values ({ta}, {tb})", line)
+        cst = a.const and b.const
+        rec = self.recording and not cst and self.mask is not EMPTY
+        n0 = len(self.ops)
+        x = a.v if ta == ct else (a.v.astype(ct) if (a.const or not rec) else self._cvt(a, ct, line))
+        y = b.v if tb == ct else (b.v.astype(ct) if (b.const or not rec) else self._cvt(b, ct, line))
+        if op == "pow" and ct.kind in "iu" and np.any(y < 0):
+            y = np.maximum(y, 0)
+        r = _fix(_BIN_UFUNC[op](x, y))
+        deps = _union(a.deps, b.deps)
+        if rec:
+            cop = _COST_OP.get(op, op)
+            kc = b.const or (a.const and op in _COMMUTATIVE)
+            cd = _cost_dtype(ct) if not self.narrowed else _narrow_dtype(ct)
+            key = (cop, cd, "const") if (kc and op in _CONST_KEYED) else (cop, cd)
+            self._rec(key, line, deps, C_.FLOPS_PER_LANE.get(op, 0) if ct.kind == "f" else 0)
+        # x & c with a constant c >= 0 is known non-negative (LLVM drops the index wraparound)
+        nn = op == "bitand" and ct.kind in "iu" and ((b.const and b.v >= 0) or (a.const and a.v >= 0))
+        return V(r, self._out(deps, n0), cst, nn)
+
+    def fma(self, x, y, z, line, sub=False, zfirst=False) -> V:
+        """``x*y + z`` (``zfirst``: ``z + x*y``; ``sub``: ``x*y - z`` or ``z - x*y``) fused as ptxas does."""
+        x = self._val(x, line)
+        y = self._val(y, line)
+        z = self._val(z, line)
+        if x.const and y.const or not self.recording or self.mask is EMPTY:
+            p = self._nr(self.binop, "mul", x, y, line)
+            if sub:
+                return self.binop("sub", z, p, line) if zfirst else self.binop("sub", p, z, line)
+            return self.binop("add", z, p, line) if zfirst else self.binop("add", p, z, line)
+        pt = arith_type(x.v.dtype, y.v.dtype)
+        rt = arith_type(pt, z.v.dtype)
+        if pt != rt:      # the product is converted before the add: no fusion
+            p = self.binop("mul", x, y, line)
+            if sub:
+                return self.binop("sub", z, p, line) if zfirst else self.binop("sub", p, z, line)
+            return self.binop("add", z, p, line) if zfirst else self.binop("add", p, z, line)
+        xv = self._cvt(x, pt, line) if not x.const else x.v.astype(pt)
+        yv = self._cvt(y, pt, line) if not y.const else y.v.astype(pt)
+        zv = self._cvt(z, rt, line) if not z.const else z.v.astype(rt)
+        p = xv * yv
+        r = _fix((zv - p if zfirst else p - zv) if sub else (zv + p if zfirst else p + zv))
+        deps = _union(_union(x.deps, y.deps), z.deps)
+        n0 = len(self.ops)
+        self._rec(("fma", _cost_dtype(rt) if not self.narrowed else _narrow_dtype(rt)), line, deps,
+                  2 if rt.kind == "f" else 0)
+        return V(r, self._out(deps, n0), False)
+
+    def narrow(self, fn):
+        """Evaluate ``fn()`` (the left side of ``e & small_constant``) with 64-bit integer arithmetic costed
+        as 32-bit: LLVM's demanded-bits analysis drops the high halves."""
+        old = self.narrowed
+        self.narrowed = True
+        try:
+            return fn()
+        finally:
+            self.narrowed = old
+
+    def _nr(self, fn, *args):
+        """Call ``fn`` without recording (the caller records a fused op instead)."""
+        old = self.recording
+        self.recording = False
+        try:
+            return fn(*args)
+        finally:
+            self.recording = old
+
+    def compare(self, op, a, b, line) -> V:
+        a = self._val(a, line)
+        b = self._val(b, line)
+        ta, tb = a.v.dtype, b.v.dtype
+        ct = BOOL if (ta == BOOL and tb == BOOL) else arith_type(ta, tb)
+        cst = a.const and b.const
+        rec = self.recording and not cst and self.mask is not EMPTY
+        n0 = len(self.ops)
+        cost_t = ct
+        if rec and ct.kind in "iu" and ct.itemsize == 8 and (a.const or b.const):
+            # a 32-bit value against a constant that fits: LLVM compares in 32 bits, no sign extension
+            u, w = (b, a) if a.const else (a, b)
+            if u.v.dtype.kind in "iu" and u.v.dtype.itemsize <= 4 and -2 ** 31 <= int(w.v) < 2 ** 31:
+                cost_t = I32 if u.v.dtype.kind == "i" else U32
+                x, y = a.v.astype(ct), b.v.astype(ct)
+        if cost_t is ct:
+            x = a.v if ta == ct else (a.v.astype(ct) if (a.const or not rec) else self._cvt(a, ct, line))
+            y = b.v if tb == ct else (b.v.astype(ct) if (b.const or not rec) else self._cvt(b, ct, line))
+        r = _fix(_CMP_UFUNC[op](x, y))
+        deps = _union(a.deps, b.deps)
+        if rec:
+            self._rec(("cmp", _cost_dtype(cost_t)), line, deps)
+        return V(r, self._out(deps, n0), cst)
+
+    def unop(self, op, a, line) -> V:
+        a = self._val(a, line)
+        t = a.v.dtype
+        if op == "not":
+            c = self.truth(a, line)
+            return V(_fix(np.logical_not(c.v)), (), c.const)     # predicate negation is free
+        if op == "pos":
+            return a
+        ct = I64 if t.kind in "b" else (arith_type(t, t) if t.kind in "iu" else t)
+        rec = self.recording and not a.const and self.mask is not EMPTY
+        n0 = len(self.ops)
+        x = a.v if t == ct else (self._cvt(a, ct, line) if rec else a.v.astype(ct))
+        if op == "neg":
+            r = np.negative(x)
+            key = ("neg", _cost_dtype(ct))
+        elif op == "invert":
+            if ct.kind == "f":
+                raise self._err(CompileError, "bitwise inversion of a floating-point value", line)
+            r = np.invert(x)
+            key = ("bitop", _cost_dtype(ct))
+        else:  # pragma: no cover
+            raise self._err(UnsupportedConstruct, f"unary operator {op}", line)
+        if rec:
+            self._rec(key, line, a.deps)
+        return V(_fix(r), self._out(a.deps, n0), a.const)
+
+    def cast(self, x, dt, line) -> V:
+        """``np.float32(x)``, ``int(x)``, ``float(x)``, ``bool(x)`` ..."""
+        if isinstance(x, tuple):
+            raise self._err(UnsupportedConstruct, "converting a tuple", line)
+        x = self._val(x, line)
+        dt = np.dtype(dt)
+        if dt == BOOL:
+            return self.truth(x, line)
+        if x.v.dtype == dt:
+            return x
+        n0 = len(self.ops)
+        if self.recording and not x.const and self.mask is not EMPTY:
+            self._cvt(x, dt, line)
+        return V(_fix(x.v.astype(dt)), self._out(x.deps, n0), x.const)
+
+    def builtin_num(self, kind, x, line) -> V:
+        """``int(x)`` / ``float(x)``: integers (floats) keep their type, others convert to int64 (float64)."""
+        v = self._val(x, line)
+        k = v.v.dtype.kind
+        if kind == "int":
+            return v if k in "iu" else self.cast(v, I64, line)
+        return v if k == "f" else self.cast(v, F64, line)
+
+    def select_value(self, c: V, a: V, b: V, line) -> V:
+        """Lane-wise ``a if c else b`` of two computed values (SEL)."""
+        ta, tb = a.v.dtype, b.v.dtype
+        dt = unify(ta, tb)
+        r = _fix(np.where(c.v, a.v.astype(dt) if ta != dt else a.v, b.v.astype(dt) if tb != dt else b.v))
+        cst = c.const and a.const and b.const
+        deps = _union(c.deps, _union(a.deps, b.deps))
+        n0 = len(self.ops)
+        if self.recording and not cst:
+            self._rec(("select",), line, deps)
+        return V(r, self._out(deps, n0), cst)
+
+    # ---- builtins / math -----------------------------------------------------------------------------------
+    def minmax(self, which, args, line) -> V:
+        if len(args) == 1 and type(args[0]) is tuple:
+            args = args[0]
+        if len(args) < 2:
+            raise self._err(UnsupportedConstruct, f"{which}() of fewer than two values", line)
+        acc = self._val(args[0], line)
+        for b in args[1:]:
+            b = self._val(b, line)
+            dt = unify(acc.v.dtype, b.v.dtype)
+            x = acc.v.astype(dt) if acc.v.dtype != dt else acc.v
+            y = b.v.astype(dt) if b.v.dtype != dt else b.v
+            r = _fix(np.where(y < x, y, x) if which == "min" else np.where(y > x, y, x))
+            cst = acc.const and b.const
+            deps = _union(acc.deps, b.deps)
+            n0 = len(self.ops)
+            if self.recording and not cst and self.mask is not EMPTY:
+                if acc.v.dtype != dt and not acc.const:
+                    self._cvt(acc, dt, line)
+                if b.v.dtype != dt and not b.const:
+                    self._cvt(b, dt, line)
+                self._rec((which, _cost_dtype(dt)), line, deps)
+            acc = V(r, self._out(deps, n0), cst)
+        return acc
+
+    def builtin_abs(self, a, line) -> V:
+        a = self._val(a, line)
+        t = a.v.dtype
+        x = a.v.astype(I64) if t.kind == "b" else a.v
+        r = _fix(np.abs(x))
+        n0 = len(self.ops)
+        if self.recording and not a.const and self.mask is not EMPTY:
+            self._rec(("abs", _cost_dtype(r.dtype)), line, a.deps)
+        return V(r, self._out(a.deps, n0), a.const)
+
+    def builtin_round(self, a, nd, line) -> V:
+        a = self._val(a, line)
+        if nd is None:
+            r = _fix(np.rint(a.v).astype(I64)) if a.v.dtype.kind == "f" else _fix(a.v.astype(I64))
+        else:
+            nd = int(self._val(nd, line).v)
+            r = _fix(np.round(a.v, nd))
+        n0 = len(self.ops)
+        if self.recording and not a.const and self.mask is not EMPTY and a.v.dtype.kind == "f":
+            self._rec(("round", _cost_dtype(a.v.dtype)), line, a.deps)
+            if nd is None:
+                self._rec(("cvt", short(a.v.dtype), "i64"), line, self._out(a.deps, n0))
+        return V(r, self._out(a.deps, n0), a.const)
+
+    def math(self, fn, args, line) -> V:
+        spec = _MATH.get(fn)
+        if spec is None:
+            raise self._err(UnsupportedConstruct, f"math.{fn} is not supported in kernels", line)
+        nargs, impl, ret = spec
+        if len(args) != nargs:
+            raise self._err(CompileError, f"math.{fn} takes {nargs} argument(s), got {len(args)}", line)
+        vs = [self._val(a, line) for a in args]
+        dts = [v.v.dtype for v in vs]
+        ct = F32 if all(d == F32 for d in dts) else F64
+        cst = all(v.const for v in vs)
+        rec = self.recording and not cst and self.mask is not EMPTY
+        n0 = len(self.ops)
+        deps = ()
+        for v in vs:
+            deps = _union(deps, v.deps)
+        xs = [v.v.astype(ct) if v.v.dtype != ct and (v.const or not rec) else
+              (self._cvt(v, ct, line) if v.v.dtype != ct else v.v) for v in vs]
+        r = impl(*xs)
+        if ret == "same":
+            r = np.asarray(r).astype(ct) if type(r) is np.ndarray else ct.type(r)
+        elif ret == "int":
+            r = np.asarray(r).astype(I64)
+        elif ret == "bool":
+            r = np.asarray(r, dtype=BOOL)
+        r = _fix(r)
+        if fn in C_.NO_UNROLL_MATH and (rec or not self.recording):
+            self._no_unroll()
+        self.L.math_regs = max(self.L.math_regs, C_.MATH_REGISTERS.get(fn, 0))
+        if rec:
+            self._rec((fn, ct.name), line, deps)
+            if ret == "int":
+                self._rec(("cvt", short(ct), "i64"), line, self._out(deps, n0))
+        return V(r, self._out(deps, n0), cst)
+
+    def intrinsic(self, name, args, line) -> V:
+        vs = [self._val(a, line) for a in args]
+        x = vs[0]
+        if name == "popc":
+            r = np.bitwise_count(np.asarray(x.v).astype(np.dtype(f"u{x.v.dtype.itemsize}")))
+            key = ("popc",)
+        elif name == "fma":
+            return self.fma(vs[0], vs[1], vs[2], line)
+        elif name == "brev":
+            bits = x.v.dtype.itemsize * 8
+            u = np.asarray(x.v).astype(np.uint64)
+            r = np.zeros_like(u)
+            for i in range(bits):
+                r |= ((u >> np.uint64(i)) & np.uint64(1)) << np.uint64(bits - 1 - i)
+            r = r.astype(x.v.dtype)
+            key = ("bitfn",)
+        elif name == "clz":
+            bits = x.v.dtype.itemsize * 8
+            u = np.asarray(x.v).astype(np.uint64) & np.uint64((1 << bits) - 1)
+            for sh in (1, 2, 4, 8, 16, 32):       # smear the highest set bit down, count the ones
+                u = u | (u >> np.uint64(sh))
+            r = (bits - np.bitwise_count(u).astype(np.int64)).astype(I32)
+            key = ("bitfn",)
+        elif name == "ffs":
+            bits = x.v.dtype.itemsize * 8
+            u = np.asarray(x.v).astype(np.uint64) & np.uint64((1 << bits) - 1)
+            low = u & (~u + np.uint64(1))          # lowest set bit
+            r = np.where(u == 0, 0, np.bitwise_count(low - np.uint64(1)).astype(np.int64) + 1).astype(U32)
+            key = ("bitfn",)
+        elif name == "cbrt":
+            return self.math("cbrt", args, line)
+        else:  # pragma: no cover
+            raise self._err(UnsupportedConstruct, f"cuda.{name}", line)
+        n0 = len(self.ops)
+        if self.recording and not x.const and self.mask is not EMPTY:
+            self._rec(key, line, x.deps)
+        return V(_fix(r), self._out(x.deps, n0), x.const)

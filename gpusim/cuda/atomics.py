@@ -1,0 +1,181 @@
+"""The atomic units of the SIMT machine: ``cuda.atomic.*`` on global (L2) and shared memory.
+
+Atomics apply with exact sequential semantics per address, in thread order (``_atomic_apply``): each active lane
+gets the value its address held just before its own update.  An atomic whose result is unused on global memory
+is recorded as a reduction (``RED``), as ptxas emits it.  Units: bytes for addresses.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CompileError, UnsupportedConstruct
+from ..trace import OpKind, Pipe
+from . import costs as C_
+from .values import EMPTY, ArrayRef, SubArray, V, _union
+
+
+class Atomics:
+    """The chunk's (``runtime.Chunk``) atomic operations."""
+
+    def atomic(self, op, obj, idx, args, line, used=True) -> V:
+        if not isinstance(obj, (ArrayRef, SubArray)):
+            raise self._err(CompileError, f"cuda.atomic.{op} needs an array as its first argument", line)
+        arr, idx = self._norm_idx(obj, idx, line)
+        m = self.mask
+        if m is EMPTY:
+            return V(arr.dtype.type(0), (), False)
+        if arr.space in ("local", "const"):
+            raise self._err(UnsupportedConstruct, f"cuda.atomic.{op} on a {arr.space} array", line)
+        if op in ("exch", "cas", "inc", "dec", "and_", "or_", "xor") and arr.dtype.kind not in "iu":
+            raise self._err(CompileError, f"cuda.atomic.{op} needs an integer array, not {arr.dtype}", line)
+        vals = [self._val(a, line) for a in args]
+        flat, deps, runtime, nwrap = self._index(arr, idx, line, True)
+        S = (self.C, self.P)
+        sel = None if m.a is None else np.broadcast_to(m.a, S).reshape(-1)
+        if arr.space == "shared":
+            pos = self._lin(arr, flat)
+            dst = arr.flatview
+        else:
+            pos = flat
+            dst = arr.span
+        pos = np.broadcast_to(np.asarray(pos, dtype=np.int64), S).reshape(-1)
+        vv = [np.broadcast_to(np.asarray(v.v).astype(arr.dtype), S).reshape(-1) for v in vals]
+        if sel is not None:
+            pos = pos[sel]
+            vv = [x[sel] for x in vv]
+        old = _atomic_apply(op, dst, pos, vv, used)
+        if used:
+            res = np.zeros(S[0] * S[1], arr.dtype)
+            if sel is None:
+                res[:] = old
+            else:
+                res[sel] = old
+            res = res.reshape(S)
+        else:
+            res = arr.dtype.type(0)
+        if not self.recording:
+            return V(res, (), False)
+        adeps = self._rec_index(arr, runtime, nwrap, deps, line)
+        self._load_cse.clear()
+        self._vec_loads.clear()
+        n0 = len(self.ops)
+        vdeps = adeps
+        for v in vals:
+            vdeps = _union(vdeps, v.deps)
+        for v in vals:
+            if v.v.dtype != arr.dtype and not v.const:
+                self._cvt(v, arr.dtype, line)
+        vdeps = _union(adeps, self._out(vdeps, n0))
+        mem = self._mem(arr, flat)
+        sp = "shared" if arr.space == "shared" else ("global" if used else "global_red")
+        opname = {"and_": "and", "or_": "or", "cas": "cas", "exch": "exch"}.get(op, op)
+        oi = self._rec_op(OpKind.ATOMIC, Pipe.LSU, C_.mem_label("atomic", sp, arr.itemsize, opname), line,
+                          vdeps, mem)
+        return V(res, (oi,) if used else (), False)
+
+
+# ---- atomics: exact sequential semantics per address, in thread order -------------------------------------------
+
+_UFUNC_ATOMIC = {"add": np.add, "sub": np.add, "max": np.maximum, "min": np.minimum, "and_": np.bitwise_and,
+                 "or_": np.bitwise_or, "xor": np.bitwise_xor, "nanmax": np.fmax, "nanmin": np.fmin}
+
+
+def _atomic_apply(op, dst: np.ndarray, pos: np.ndarray, vv: list, used: bool) -> np.ndarray:
+    """Apply the atomic op of each lane (in order) to ``dst``; return each lane's old value."""
+    n = len(pos)
+    dt = dst.dtype
+    if n == 0:
+        return np.zeros(0, dt)
+    val = vv[0]
+    if op == "sub":
+        val = np.negative(val)
+    if op in ("add", "sub") and not used:
+        np.add.at(dst, pos, val)
+        return np.zeros(0, dt)
+    order = np.argsort(pos, kind="stable")
+    sp = pos[order]
+    sv = val[order]
+    newg = np.empty(n, bool)
+    newg[0] = True
+    newg[1:] = sp[1:] != sp[:-1]
+    starts = np.flatnonzero(newg)
+    sizes = np.diff(np.append(starts, n))
+    addrs = sp[starts]
+    init = dst[addrs].copy()
+    old_s = np.empty(n, dt)
+    G = len(starts)
+    maxs = int(sizes.max())
+    if op == "exch":
+        old_s[1:] = sv[:-1]
+        old_s[starts] = init
+        final = sv[starts + sizes - 1]
+    elif op in ("add", "sub") and dt.kind in "iu":
+        cs = np.cumsum(sv, dtype=dt)
+        excl = cs - sv
+        base = excl[starts]
+        old_s = np.repeat(init - base, sizes) + excl
+        final = init + (cs[starts + sizes - 1] - base)
+    elif op in _UFUNC_ATOMIC:
+        uf = _UFUNC_ATOMIC[op]
+        final = np.empty(G, dt)
+        if G <= maxs:
+            for g in range(G):
+                s, e = starts[g], starts[g] + sizes[g]
+                acc = uf.accumulate(np.concatenate(([init[g]], sv[s:e])).astype(dt))
+                old_s[s:e] = acc[:-1]
+                final[g] = acc[-1]
+        else:
+            cur = init.copy()
+            by = np.argsort(-sizes, kind="stable")
+            ssz = sizes[by]
+            for r in range(maxs):
+                k = int(np.count_nonzero(ssz > r))
+                gi = by[:k]
+                p_ = starts[gi] + r
+                old_s[p_] = cur[gi]
+                cur[gi] = uf(cur[gi], sv[p_]).astype(dt)
+            final = cur
+    else:   # cas, inc, dec: state machines, sequential per address
+        cmpv = vv[0][order]
+        newv = vv[1][order] if len(vv) > 1 else None
+        cur = init.copy()
+        if G <= maxs:
+            for g in range(G):
+                s, e = int(starts[g]), int(starts[g] + sizes[g])
+                c = cur[g].item()
+                a_ = cmpv[s:e].tolist()
+                b_ = newv[s:e].tolist() if newv is not None else None
+                out = []
+                for j in range(e - s):
+                    out.append(c)
+                    c = _step(op, c, a_[j], b_[j] if b_ is not None else None)
+                old_s[s:e] = out
+                cur[g] = c
+        else:
+            by = np.argsort(-sizes, kind="stable")
+            ssz = sizes[by]
+            for r in range(maxs):
+                k = int(np.count_nonzero(ssz > r))
+                gi = by[:k]
+                p_ = starts[gi] + r
+                o = cur[gi]
+                old_s[p_] = o
+                if op == "cas":
+                    cur[gi] = np.where(o == cmpv[p_], newv[p_], o)
+                elif op == "inc":
+                    cur[gi] = np.where(o >= cmpv[p_], 0, o + 1)
+                else:
+                    cur[gi] = np.where((o == 0) | (o > cmpv[p_]), cmpv[p_], o - 1)
+        final = cur
+    dst[addrs] = final
+    old = np.empty(n, dt)
+    old[order] = old_s
+    return old
+
+
+def _step(op, c, a, b):
+    if op == "cas":
+        return b if c == a else c
+    if op == "inc":
+        return 0 if c >= a else c + 1
+    return a if (c == 0 or c > a) else c - 1

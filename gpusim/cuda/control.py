@@ -1,0 +1,441 @@
+"""The SIMT stack of the machine: divergence and reconvergence of structured control flow.
+
+An ``if`` on a lane-varying condition runs both sides under complementary masks (a side no lane takes is
+skipped), loops run while any lane is active, ``break``/``continue``/``return`` remove lanes from the mask until
+the construct they leave ends, and lanes reconverge at the end of each construct (its immediate post-dominator;
+a convergence region, BSSY ... BSYNC, where the condition varies within a warp and code follows).  Assignments
+under a partial mask merge (``where(mask, new, old)``).  Device functions run inlined in a ``Frame``.  Loops
+with a runtime trip count keep a ``unroll.LoopRecord`` of the ops each iteration recorded, for the unrolling
+pass; constant-trip loops of at most ``costs.LOOP_UNROLL_MAX_TRIP`` iterations are fully unrolled.
+
+``Control`` is the largest of the chunk's mixins (about 390 lines): if/else, loops and returns share the mask
+discipline (entry, exited, broken and continued lanes) and the loop records, and are kept together so that the
+discipline can be read in one place.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CompileError
+from . import costs as C_
+from .unroll import LoopRecord
+from .values import BOOL, EMPTY, I64, UNDEF, V, _fix, _union, const, m_and, m_andnot, m_or, unify
+
+
+class Frame:
+    __slots__ = ("entry", "returned", "retval", "kind")
+
+    def __init__(self, entry, kind):
+        self.entry = entry
+        self.returned = EMPTY
+        self.retval = UNDEF
+        self.kind = kind
+
+
+class IfState:
+    __slots__ = ("entry", "mt", "me", "tend", "join", "has_else", "line")
+
+
+class LoopState:
+    __slots__ = ("entry", "exited", "broken", "cont", "nret", "counter", "stop", "step", "unrolled",
+                 "iter_mask", "nlost", "rec", "used", "countable", "join", "varying", "mark", "tested", "start")
+
+
+def _iter_words(kind: str, used, countable: bool) -> int:
+    """32-bit registers of a loop's trip state: numba's range iterator keeps a 64-bit count and, when the body
+    reads the loop variable, a 64-bit value (32-bit when only narrowed arithmetic reads it); a countable
+    ``while`` keeps the 64-bit trip counter of its unrolled form."""
+    if kind == "range":
+        return 2 + (2 if used is True else (1 if used else 0))
+    return 2 if countable else 0
+
+
+class Control:
+    """The chunk's (``runtime.Chunk``) control flow: the compiler turns every ``if``/``while``/``for``/``break``/
+    ``continue``/``return`` and assignment into calls of these methods.  State (set by ``Chunk.__init__``):
+    ``mask``, ``base``, ``full``, ``frames``, ``loop_depth``, ``n_returns``, ``n_lost``, ``_open_loops``,
+    ``_loops``, ``_straight``, ``_iter_words``."""
+
+    def assign(self, old, new, name=None):
+        t = type(new)
+        if t is V:
+            if name is not None:
+                d = self.L.var_dtypes
+                isz = new.v.dtype.itemsize
+                if d.get(name, 0) < isz:
+                    d[name] = isz
+                if not new.const:
+                    self.L.var_runtime.add(name)      # else a compile-time constant: no register
+            m = self.mask
+            if m is self.base or old is UNDEF or type(old) is not V:
+                return new
+            if m is EMPTY:
+                return old
+            ov, nv = old.v, new.v
+            if type(ov) is not np.ndarray and type(nv) is not np.ndarray and ov == nv and ov.dtype == nv.dtype:
+                return new
+            dt = unify(ov.dtype, nv.dtype)
+            r = np.where(m.a, nv if nv.dtype == dt else nv.astype(dt), ov if ov.dtype == dt else ov.astype(dt))
+            return V(r, _union(old.deps, new.deps), False)
+        if t is tuple and type(old) is tuple and len(old) == len(new) and self.mask is not self.base:
+            return tuple(self.assign(o, n) for o, n in zip(old, new))
+        if new is None:
+            return old if old is not UNDEF else None
+        return new
+
+    # ---- functions and returns ------------------------------------------------------------------------------
+    def func_begin(self, kind):
+        f = Frame(self.mask, kind)
+        self.frames.append(f)
+        if kind == "kernel" and self.recording:
+            line = self.ck.first_line
+            self._rec(("kernel_entry",), line)
+            for _ in range(self.L.param_words):
+                self._rec(("param",), line)
+        return f
+
+    def func_end(self, f, line):
+        self.frames.pop()
+        if f.kind == "kernel":
+            if self.recording:
+                self.mask = self.full
+                self._rec(("exit",), line)
+        self.mask = f.entry
+        return None if f.retval is UNDEF else f.retval
+
+    def ret(self, f, val, line):
+        m = self.mask
+        if m is EMPTY:
+            return
+        if val is not None:
+            if f.kind == "kernel":
+                raise self._err(CompileError, "a kernel cannot return a value", line)
+            f.retval = val if f.retval is UNDEF else self.assign(f.retval, val)
+        f.returned = m_or(f.returned, m)
+        self.mask = EMPTY
+        self.n_returns += 1
+        self.n_lost += 1
+        self._no_unroll()
+
+    def live(self) -> bool:
+        return self.mask is not EMPTY
+
+    # ---- if / else ----------------------------------------------------------------------------------------------
+    def if_begin(self, c, line, join=True, has_else=False) -> IfState:
+        """``if c:`` -- ``join``: code follows the ``if`` (the compiler opens a convergence region for a
+        lane-varying condition); ``has_else``: the statement has an else arm (the then arm jumps over it)."""
+        st = IfState()
+        m0 = self.mask
+        st.entry = m0
+        st.join = False
+        st.has_else = has_else
+        st.line = line
+        if m0 is EMPTY:
+            st.mt = st.me = EMPTY
+            return st
+        c = self.truth(c, line)
+        cv = c.v
+        if self.recording and not c.const:
+            varying = type(cv) is np.ndarray and cv.shape[-1] != 1
+            if varying and join:
+                st.join = True
+                self._rec(("if_varying",), line, c.deps)
+            elif join:
+                self._rec(("branch",), line, c.deps)
+            else:
+                self._rec(("branch_exit",) if len(self.frames) == 1 and self.loop_depth == 0 else ("branch",),
+                          line, c.deps)
+        if type(cv) is not np.ndarray:
+            if cv:
+                st.mt, st.me = m0, EMPTY
+            else:
+                st.mt, st.me = EMPTY, m0
+            return st
+        mt = m_and(m0, cv)
+        if mt is EMPTY:
+            st.mt, st.me = EMPTY, m0
+            return st
+        me = m_andnot(m0, cv)
+        if me is EMPTY:
+            st.mt, st.me = m0, EMPTY
+            return st
+        st.mt, st.me = mt, me
+        return st
+
+    def if_then(self, st) -> bool:
+        if st.mt is EMPTY:
+            return False
+        self.mask = st.mt
+        return True
+
+    def if_else(self, st) -> bool:
+        st.tend = self.mask if st.mt is not EMPTY else EMPTY
+        if st.has_else and st.tend is not EMPTY and self.recording and st.me is not EMPTY:
+            self._rec(("branch",), st.line)          # the then arm jumps over the else arm
+        if st.me is EMPTY:
+            return False
+        self.mask = st.me
+        return True
+
+    def if_end(self, st) -> None:
+        eend = self.mask if st.me is not EMPTY else EMPTY
+        if st.tend is st.mt and eend is st.me:
+            self.mask = st.entry
+        else:
+            new = m_or(st.tend, eend)
+            if st.entry is self.base and self.loop_depth == 0 and len(self.frames) == 1:
+                # kernel top level, outside loops: lanes can only have left through a kernel return
+                self.base = new
+            self.mask = new
+        if st.join and self.recording and self.mask is not EMPTY:
+            self._rec(("join",), st.line)
+
+    def ifexp(self, c, fa, fb, line) -> V:
+        """``a if c else b``: each arm is evaluated for the lanes that select it, then merged (SEL)."""
+        m0 = self.mask
+        c = self.truth(c, line)
+        cv = c.v
+        if type(cv) is not np.ndarray:
+            return fa() if cv else fb()
+        mt = m_and(m0, cv)
+        me = m_andnot(m0, cv)
+        if me is EMPTY:
+            return fa()
+        if mt is EMPTY:
+            return fb()
+        self.mask = mt
+        try:
+            a = self._val(fa(), line)
+        finally:
+            self.mask = m0
+        self.mask = me
+        try:
+            b = self._val(fb(), line)
+        finally:
+            self.mask = m0
+        return self.select_value(c, a, b, line)
+
+    def shortcircuit(self, is_and, a, fb, line):
+        """``a and b`` / ``a or b``: ``b`` is evaluated only for the lanes whose result depends on it."""
+        a = self._val(a, line)
+        ta = self.truth(a, line)
+        cv = ta.v
+        if type(cv) is not np.ndarray:
+            if is_and:
+                return fb() if cv else a
+            return a if cv else fb()
+        m0 = self.mask
+        need = m_and(m0, cv) if is_and else m_andnot(m0, cv)
+        if need is EMPTY:
+            return a
+        self.mask = need
+        try:
+            b = self._val(fb(), line)
+        finally:
+            self.mask = m0
+        if a.v.dtype == BOOL and b.v.dtype == BOOL:
+            r = (cv & b.v) if is_and else (cv | b.v)
+            deps = _union(ta.deps, b.deps)
+            n0 = len(self.ops)
+            if self.recording:
+                self._rec(("shortcircuit",), line, deps)
+            return V(_fix(r), self._out(deps, n0), False)
+        return self.select_value(ta, b, a, line) if is_and else self.select_value(ta, a, b, line)
+
+    # ---- loops ------------------------------------------------------------------------------------------------
+    # A loop with a runtime trip count keeps a LoopRecord of the ops each iteration recorded; ``unroll_loops``
+    # later rewrites innermost ones the way LLVM's runtime unrolling does.  A loop whose condition varies
+    # across the lanes of a warp and that has code after it opens a convergence region (BSSY ... BSYNC).
+
+    def _no_unroll(self) -> None:
+        """Something in the open loops' bodies stops LLVM from runtime-unrolling them (a barrier, a warp-level
+        collective, break / continue / return)."""
+        for r in self._open_loops:
+            r.eligible = False
+
+    def _collective(self) -> None:
+        self._no_unroll()
+
+    def _open_loop(self, st, kind: str, eligible: bool, setup_key, line) -> None:
+        """Start the LoopRecord of a loop with a runtime trip count (an enclosing one is then not innermost)."""
+        for r in self._open_loops:
+            r.eligible = False
+        rec = LoopRecord(kind, st.used, eligible)
+        rec.words = _iter_words(kind, st.used, eligible)
+        self._iter_words += rec.words
+        self.L.iter_words = max(self.L.iter_words, self._iter_words)
+        if st.varying and st.join:
+            self._rec(("loop_region",), line)
+        if setup_key is not None:
+            rec.setup = self._rec_span(setup_key, line)
+        st.rec = rec
+        self._open_loops.append(rec)
+
+    def loop_begin(self, line, countable=False, join=True) -> LoopState:
+        """A ``while`` loop: ``countable`` -- the compiler can compute its trip count (``while i < n: ... i +=
+        step``), so it is a candidate for runtime unrolling; ``join``: code follows the loop."""
+        self.loop_depth += 1
+        st = LoopState()
+        st.entry = self.mask
+        st.exited = st.broken = st.cont = EMPTY
+        st.nret = self.n_returns
+        st.unrolled = False
+        st.iter_mask = None
+        st.nlost = 0
+        st.rec = None
+        st.used = True
+        st.countable = countable
+        st.join = join
+        st.varying = False
+        st.mark = len(self.ops)
+        st.tested = False
+        return st
+
+    def _loop_cond(self, st, cv) -> bool:
+        m = self.mask
+        if type(cv) is not np.ndarray:
+            if cv:
+                ok = True
+            else:
+                st.exited = m_or(st.exited, m)
+                self.mask = EMPTY
+                ok = False
+        else:
+            mt = m_and(m, cv)
+            if mt is EMPTY:
+                st.exited = m_or(st.exited, m)
+                self.mask = EMPTY
+                ok = False
+            else:
+                ex = m_andnot(m, cv)
+                if ex is not EMPTY:
+                    st.exited = m_or(st.exited, ex)
+                    self.mask = mt
+                ok = True
+        st.iter_mask = self.mask
+        st.nlost = self.n_lost
+        return ok
+
+    def loop_test(self, st, c, line) -> bool:
+        if self.mask is EMPTY:
+            return False
+        c = self.truth(c, line)
+        rec = None
+        ctl = list(range(st.mark, len(self.ops)))       # the test's compare ...
+        if self.recording and not c.const:
+            if not st.tested:
+                st.varying = type(c.v) is np.ndarray and c.v.shape[-1] != 1
+                self._open_loop(st, "while", st.countable, ("while_setup",) if st.countable else None, line)
+            rec = st.rec
+            ctl += self._rec_span(("branch",), line, c.deps)    # ... and branch
+        st.tested = True
+        ok = self._loop_cond(st, c.v)
+        if rec is not None:
+            if ok:
+                rec.iters.append([ctl[0] if ctl else len(self.ops), None, ctl])
+            else:
+                rec.final = ctl
+        return ok
+
+    def loop_next(self, st) -> None:
+        if st.rec is not None and st.rec.iters and st.rec.iters[-1][1] is None:
+            st.rec.iters[-1][1] = len(self.ops)
+        st.mark = len(self.ops)
+        if self.n_lost == st.nlost and st.iter_mask is not None:
+            self.mask = st.iter_mask
+            st.cont = EMPTY
+            return
+        if st.cont is not EMPTY:
+            self.mask = m_or(self.mask, st.cont)
+            st.cont = EMPTY
+
+    def loop_end(self, st, line=0) -> None:
+        self.loop_depth -= 1
+        if st.unrolled and self.recording and len(self.ops) > st.start:
+            self._straight.append((st.start, len(self.ops)))
+        if st.nret == self.n_returns:
+            self.mask = st.entry
+        else:
+            self.mask = m_or(st.exited, st.broken)
+        rec = st.rec
+        if rec is not None:
+            self._open_loops.remove(rec)
+            self._iter_words -= rec.words
+            if rec.iters and rec.iters[-1][1] is None:
+                rec.iters[-1][1] = len(self.ops)
+            self._loops.append(rec)
+            if st.varying and st.join and self.recording and st.entry is not EMPTY:
+                m = self.mask
+                self.mask = st.entry
+                self._rec(("join",), line)
+                self.mask = m
+
+    def brk(self, st) -> None:
+        if self.mask is EMPTY:
+            return
+        st.broken = m_or(st.broken, self.mask)
+        self.mask = EMPTY
+        self.n_lost += 1
+        self._no_unroll()
+
+    def cont(self, st) -> None:
+        if self.mask is EMPTY:
+            return
+        st.cont = m_or(st.cont, self.mask)
+        self.mask = EMPTY
+        self._no_unroll()
+        # lanes that continue rejoin at the next iteration: not lost for the loop
+
+    def range_begin(self, a, b, c, line, used=True, join=True) -> LoopState:
+        """``for v in range(a, b, c)`` -- ``used``: the body reads ``v`` (numba's iterator then also advances
+        the value); ``join``: code follows the loop."""
+        st = self.loop_begin(line, False, join)
+        st.used = used
+        a = self._val(a, line)
+        b = self._val(b, line)
+        c = const(1) if c is None else self._val(c, line)
+        for v in (a, b, c):
+            if v.v.dtype.kind not in "iub":
+                raise self._err(CompileError, f"range() arguments must be integers, not {v.v.dtype}", line)
+        if c.const and int(c.v) == 0:
+            raise self._err(CompileError, "range() step must not be zero", line)
+        if a.const and b.const and c.const:
+            trip = len(range(int(a.v), int(b.v), int(c.v)))
+            st.unrolled = trip <= C_.LOOP_UNROLL_MAX_TRIP
+            st.start = len(self.ops)
+        st.counter = V(a.v.astype(I64) if a.v.dtype != I64 else a.v, a.deps, st.unrolled)
+        st.stop = b
+        st.step = V(c.v.astype(I64) if c.v.dtype != I64 else c.v, c.deps, c.const)
+        if self.recording and not st.unrolled and self.mask is not EMPTY:
+            st.varying = any(type(v.v) is np.ndarray and v.v.shape[-1] != 1 for v in (a, b, c))
+            deps = _union(_union(a.deps, b.deps), c.deps)
+            self._rec(("range_setup",), line, deps)
+            if not c.const:
+                self._rec(("range_setup_div",), line, deps)
+            self._open_loop(st, "range", True, ("unroll_setup",), line)
+        return st
+
+    def range_test(self, st, line) -> bool:
+        if self.mask is EMPTY:
+            return False
+        cnt, stop, step = st.counter.v, st.stop.v, st.step.v
+        if type(step) is not np.ndarray:
+            cv = _fix(cnt < stop) if step > 0 else _fix(cnt > stop)
+        else:
+            cv = np.where(step > 0, cnt < stop, cnt > stop)
+        ok = self._loop_cond(st, cv)
+        if ok and st.rec is not None:
+            st.rec.iters.append([len(self.ops), None, []])
+            self._rec(("range_iter", st.used), line)
+        return ok
+
+    def range_next(self, st, line) -> None:
+        self.loop_next(st)
+        if self.mask is EMPTY:
+            return
+        if st.rec is not None:
+            it = st.rec.iters[-1]
+            it[2] = self._rec_span(("loop_counter",), line) + self._rec_span(("loop_branch",), line)
+            it[1] = len(self.ops)
+            st.mark = len(self.ops)
+        st.counter = V(_fix(st.counter.v + st.step.v), (), st.unrolled)

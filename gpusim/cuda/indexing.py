@@ -1,0 +1,289 @@
+"""Address generation of the SIMT machine: arrays, their indexing, bounds checks and index arithmetic.
+
+An access ``a[i, j]`` becomes an element offset per lane (``_index``; negative indices wrap as in numba, and an
+index outside its dimension on an active lane raises ``OutOfBounds`` naming the thread, the element and its
+address, as compute-sanitizer would).  The integer instructions that compute the address are recorded once per
+(array, index values) -- the compiler's CSE and loop-invariant code motion -- with the negative-index wraparound
+LLVM keeps for signed indices it cannot prove non-negative (``_rec_index``).  Kernel parameters (array data
+pointers, shape entries) are read from the constant bank at their first use.  Units: elements for offsets,
+bytes for addresses.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
+from .values import EMPTY, I64, ArrayRef, GlobalArray, LocalArray, Shape, SharedArray, SubArray, V, _union, const
+
+
+class Indexing:
+    """The chunk's (``runtime.Chunk``) arrays and indexing: shared/local/constant array creation, array
+    attributes (``shape``, ``size`` ...), ``getitem``/``setitem`` (which load/store through ``MemoryAccess``)."""
+
+    def shared_array(self, slot, line) -> SharedArray:
+        a = self._shared.get(slot.index)
+        if a is not None:
+            return a
+        L = self.L
+        if slot.dynamic:
+            off = L.dyn_offset
+            nbytes = L.dyn_shared
+            n = nbytes // slot.dtype.itemsize
+            shape = (n,)
+        else:
+            off, shape = slot.offset, slot.shape
+            n = int(np.prod(shape, dtype=np.int64))
+            nbytes = n * slot.dtype.itemsize
+        isz = slot.dtype.itemsize
+        if self.shared_buf is None:           # no shared memory at all (e.g. 0 dynamic bytes): an empty array
+            a = SharedArray(slot.name, shape, slot.dtype, off, np.zeros(0, slot.dtype), 0, self.C)
+            self._shared[slot.index] = a
+            return a
+        if self.shared_buf.shape[1] % isz or off % isz:
+            raise self._err(UnsupportedConstruct, f"shared array {slot.name!r} is misaligned", line)
+        flat = self.shared_buf.reshape(-1).view(slot.dtype)
+        a = SharedArray(slot.name, shape, slot.dtype, off, flat, self.shared_buf.shape[1] // isz, self.C)
+        self._shared[slot.index] = a
+        return a
+
+    def local_array(self, slot, line) -> LocalArray:
+        a = self._local.get(slot.index)
+        if a is not None:
+            return a
+        n = int(np.prod(slot.shape, dtype=np.int64))
+        store = np.zeros((self.C, self.P, n), slot.dtype)
+        a = LocalArray(slot.name, slot.shape, slot.dtype, slot.offset, store, slot)
+        self._local[slot.index] = a
+        return a
+
+    def global_const(self, ary, name, line) -> GlobalArray:
+        a = self._shared.get(("const", id(ary)))
+        if a is None:
+            from .memory import ADDRESS_SPACE
+            a = GlobalArray(name, ary, ADDRESS_SPACE.address_of(ary), readonly=True)
+            self._shared[("const", id(ary))] = a
+        return a
+
+    def attr(self, obj, name, line):
+        if isinstance(obj, (ArrayRef, SubArray)):
+            base = obj.parent if isinstance(obj, SubArray) else obj
+            rt = base.space == "global" or base.space == "const"
+            if name == "shape":
+                if not rt:
+                    return tuple(V(np.int64(s), (), True) for s in obj.shape)
+                off = len(obj.prefix) if isinstance(obj, SubArray) else 0
+                return Shape(tuple(V(np.int64(s), (), False) for s in obj.shape), base, off)
+            if name == "size":
+                if rt:
+                    self._field((base.key, "size"), line)
+                return V(np.int64(int(np.prod(obj.shape, dtype=np.int64))), (), not rt)
+            if name == "ndim":
+                return const(obj.ndim)
+            if name == "dtype":
+                return obj.dtype
+            if name == "itemsize":
+                return const(obj.dtype.itemsize)
+            raise self._err(UnsupportedConstruct, f"array attribute .{name}", line)
+        if type(obj) is V:
+            if name == "real":
+                return obj
+            raise self._err(UnsupportedConstruct, f"attribute .{name} of a number", line)
+        raise self._err(UnsupportedConstruct, f"attribute .{name} of {type(obj).__name__}", line)
+
+    def length(self, obj, line) -> V:
+        if isinstance(obj, tuple):
+            return const(len(obj))
+        if isinstance(obj, (ArrayRef, SubArray)):
+            return self.getitem(self.attr(obj, "shape", line), const(0), line)
+        raise self._err(UnsupportedConstruct, f"len() of {type(obj).__name__}", line)
+
+    def unpack(self, obj, n, line):
+        if not isinstance(obj, tuple):
+            raise self._err(UnsupportedConstruct, f"unpacking {type(obj).__name__} (only tuples unpack)", line)
+        if len(obj) != n:
+            raise self._err(CompileError, f"cannot unpack {len(obj)} values into {n} names", line)
+        if type(obj) is Shape:
+            for k in range(n):
+                self._field((obj.arr.key, "shape", obj.off + k), line)
+            return tuple(obj)
+        return obj
+
+    # ---- indexing --------------------------------------------------------------------------------------------------
+    def _norm_idx(self, arr, idx, line):
+        if isinstance(arr, SubArray):
+            idx = arr.prefix + (idx if type(idx) is tuple else (idx,))
+            arr = arr.parent
+        elif type(idx) is not tuple:
+            idx = (idx,)
+        return arr, idx
+
+    def getitem(self, obj, idx, line):
+        if isinstance(obj, tuple):
+            i = self._val(idx, line)
+            if not i.const or i.v.dtype.kind not in "iu":
+                raise self._err(UnsupportedConstruct, "indexing a tuple with a runtime value", line)
+            try:
+                r = obj[int(i.v)]
+            except IndexError:
+                raise self._err(CompileError, f"tuple index {int(i.v)} out of range", line) from None
+            if type(obj) is Shape:
+                self._field((obj.arr.key, "shape", obj.off + int(i.v) % len(obj)), line)
+            return r
+        if isinstance(obj, (ArrayRef, SubArray)):
+            arr, idx = self._norm_idx(obj, idx, line)
+            if any(type(i) is slice for i in idx):
+                raise self._err(UnsupportedConstruct, "array slicing in a kernel", line)
+            if len(idx) < arr.ndim:
+                return SubArray(arr, idx)
+            return self.load(arr, idx, line)
+        raise self._err(UnsupportedConstruct, f"indexing {type(obj).__name__}", line)
+
+    def setitem(self, obj, idx, value, line):
+        if isinstance(obj, (ArrayRef, SubArray)):
+            arr, idx = self._norm_idx(obj, idx, line)
+            if len(idx) != arr.ndim:
+                raise self._err(CompileError, f"array {arr.name!r} has {arr.ndim} dimension(s); "
+                                f"{len(idx)} index(es) given in an assignment", line)
+            return self.store(arr, idx, value, line)
+        raise self._err(UnsupportedConstruct, f"item assignment to {type(obj).__name__}", line)
+
+    def _index(self, arr, idx, line, write):
+        """Element offset (scalar or array) of ``arr[idx]`` on the active lanes; raises OutOfBounds."""
+        if len(idx) != arr.ndim:
+            raise self._err(CompileError, f"array {arr.name!r} has {arr.ndim} dimension(s), indexed with "
+                            f"{len(idx)}", line)
+        flat = None
+        sc = 0
+        deps = ()
+        runtime = []
+        nwrap = 0
+        vals = []
+        akey = []
+        for k, ix in enumerate(idx):
+            ix = self._val(ix, line)
+            iv = ix.v
+            kd = iv.dtype.kind
+            if kd not in "iub":
+                raise self._err(CompileError, f"array index must be an integer, not {iv.dtype}", line)
+            dim = arr.shape[k]
+            if not ix.const:
+                runtime.append((k, ix))
+                deps = _union(deps, ix.deps)
+                if kd == "i" and not ix.nn:
+                    nwrap += 1
+            vals.append(iv)
+            if type(iv) is not np.ndarray:
+                i = int(iv)
+                if i < 0:
+                    i += dim
+                if not 0 <= i < dim:
+                    self._oob(arr, idx, line, write, k)
+                iv = i
+            else:
+                lo, hi = iv.min(), iv.max()
+                if lo < 0:
+                    iv = np.where(iv < 0, iv.astype(I64) + dim, iv)
+                    lo, hi = iv.min(), iv.max()
+                if lo < 0 or hi >= dim:
+                    bad = (iv < 0) | (iv >= dim)
+                    m = self.mask
+                    if m.a is not None:
+                        bad = bad & m.a
+                    if bad.any():
+                        self._oob(arr, idx, line, write, k, bad)
+                    iv = np.clip(iv, 0, dim - 1)
+            s = arr.el_strides[k]
+            if type(iv) is int:
+                sc += iv * s
+                continue
+            akey.append((k, ix.key()))
+            term = iv * s if s != 1 else iv
+            flat = term if flat is None else flat + term
+        if flat is None:
+            flat = sc
+        else:
+            if sc:
+                flat = flat + sc
+            if flat.dtype != I64:
+                flat = flat.astype(I64)
+        self._last_parts = (tuple(akey), sc)
+        return flat, deps, runtime, nwrap
+
+    def _oob(self, arr, idx, line, write, k, bad=None):
+        L = self.L
+        if bad is None:
+            m = self.mask
+            bad = np.ones((1, 1), bool) if m.a is None else m.a
+        bad = np.broadcast_to(bad, (self.C, self.P) if bad.ndim == 2 else bad.shape)
+        if bad.shape != (self.C, self.P):
+            bad = np.broadcast_to(bad, (self.C, self.P))
+        flatpos = int(np.argmax(bad.reshape(-1)))
+        c, p = divmod(flatpos, self.P)
+        lane_idx = []
+        for ix in idx:
+            v = self._val(ix, line).v
+            if type(v) is np.ndarray:
+                v = np.broadcast_to(v, (self.C, self.P))[c, p]
+            lane_idx.append(int(v))
+        isz = arr.itemsize
+        off = sum(i * s for i, s in zip(lane_idx, arr.el_strides)) * isz
+        space = {"global": "global", "const": "constant", "shared": "shared", "local": "local"}[arr.space]
+        if arr.space in ("global", "const"):
+            where = f"address 0x{arr.base_addr + off:x}"
+        elif arr.space == "shared":
+            where = f"shared-memory offset {arr.offset + off} (0x{arr.offset + off:x})"
+        else:
+            where = f"local offset {arr.offset + off}"
+        ix = lane_idx[0] if len(lane_idx) == 1 else tuple(lane_idx)
+        msg = (f"out-of-bounds {space} {'write' if write else 'read'} of {isz} bytes: {arr.name}[{ix}] "
+               f"(shape {arr.shape}, dimension {k} has {arr.shape[k]} elements) at {where}")
+        raise OutOfBounds(msg, file=self.ck.file, line=line, kernel=self.ck.name,
+                          block=L.block_of(self.first + c), thread=L.thread_of(p))
+
+    def _rec_index(self, arr, runtime, nwrap, deps, line) -> tuple:
+        """Record the index arithmetic of an access (unless the same address was computed already) and return
+        the scoreboard deps the memory op inherits from it: the last index op when the index waits for a load
+        (pointer chasing), else none."""
+        if arr.space in ("global", "const"):
+            if arr.space == "global":
+                self._field("desc", line)
+            self._field((arr.key, "data"), line)
+        elif arr.space == "shared" and "shared" not in self._fields_seen and self.recording \
+                and self.mask is not EMPTY:
+            self._fields_seen.add("shared")
+            self._rec(("shared_base",), line)
+        if not runtime:
+            return ()
+        # address arithmetic is a pure function of the index values: computed once, hoisted and reused by
+        # later accesses whatever their mask (the compiler's CSE and loop-invariant code motion)
+        key = (arr.key, tuple(v.key() for _, v in runtime))
+        hit = self._addr_cse.get(key)
+        if hit is not None:
+            return (hit,) if deps and hit >= 0 else deps
+        if len(self._addr_cse) > 4096:
+            self._addr_cse.clear()
+        n0 = len(self.ops)
+        glob = arr.space in ("global", "const")
+        last = arr.ndim - 1
+        for k, v in runtime:
+            wk = (v.key(), arr.key, k)
+            if v.v.dtype.kind == "i" and not v.nn and wk not in self._wraps_seen:   # negative-index wraparound
+                self._wraps_seen.add(wk)
+                if not glob:
+                    self._rec(("index_wrap_const",), line, deps)
+                else:
+                    self._field((arr.key, "shape", k), line)
+                    sk = v.key()
+                    self._rec(("index_wrap_cse",) if sk in self._signs_seen else ("index_wrap",), line, deps)
+                    self._signs_seen.add(sk)
+            if k != last:                                 # a leading dimension: index * row stride
+                space = "global" if glob else "shared"
+                rk = (arr.key, k, v.key())
+                if rk not in self._row_cse:
+                    self._row_cse.add(rk)
+                    self._rec(("index_row_hi", space), line, deps)
+                self._rec(("index_row", space), line, deps)
+        self._rec(("index_addr", 1) if glob else ("index_addr_shared", 1), line, deps)
+        hit = len(self.ops) - 1 if len(self.ops) > n0 else -1
+        self._addr_cse[key] = hit
+        return (hit,) if deps and hit >= 0 else deps

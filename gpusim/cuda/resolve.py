@@ -1,0 +1,187 @@
+"""Compiler pass: name resolution and static evaluation, as numba freezes a kernel's globals at compile time.
+
+``classify`` tags what a global name refers to: the ``cuda`` module (``numba.cuda`` or ``gpusim.cuda``, whatever
+the kernel's file bound it to) and its attribute paths, ``math``/``numpy``/``numba`` functions and types,
+compile-time constants (int, float, bool, tuples of them), numpy arrays (constant arrays) and device functions.
+``StaticResolver`` follows name/attribute chains rooted at globals (``static``) and evaluates the compile-time
+expressions of array shapes and dtypes (``static_eval``).
+"""
+from __future__ import annotations
+
+import ast
+import math
+import types
+
+import numpy as np
+
+from ..errors import CompileError, UnsupportedConstruct
+from .analysis import _contains
+from .arith import MATH_FUNCTIONS
+from .values import const
+
+_BUILTINS = {range: "range", min: "min", max: "max", abs: "abs", int: "int", float: "float", bool: "bool",
+             len: "len", print: "print", round: "round", pow: "pow"}
+_MATHFN = {getattr(math, k): k for k in dir(math) if callable(getattr(math, k)) and k in MATH_FUNCTIONS}
+_NPFN = {}
+for _k, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("exp2", "exp2"), ("expm1", "expm1"), ("log", "log"),
+               ("log2", "log2"), ("log10", "log10"), ("log1p", "log1p"), ("sin", "sin"), ("cos", "cos"),
+               ("tan", "tan"), ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("sinh", "sinh"),
+               ("cosh", "cosh"), ("tanh", "tanh"), ("arcsinh", "asinh"), ("arccosh", "acosh"),
+               ("arctanh", "atanh"), ("fabs", "fabs"), ("isnan", "isnan"), ("isinf", "isinf"),
+               ("isfinite", "isfinite"), ("power", "pow"), ("arctan2", "atan2"), ("hypot", "hypot"),
+               ("fmod", "fmod"), ("copysign", "copysign"), ("cbrt", "cbrt"), ("degrees", "degrees"),
+               ("radians", "radians")):
+    _NPFN[getattr(np, _k)] = _n
+_NPBUILTIN = {np.abs: "abs", np.absolute: "abs", np.minimum: "min", np.maximum: "max"}
+
+_CUDA_VALUE = {("threadIdx",): "tid", ("blockIdx",): "ctaid", ("blockDim",): "ntid", ("gridDim",): "nctaid"}
+_CUDA_PREFIXES = {(), ("threadIdx",), ("blockIdx",), ("blockDim",), ("gridDim",), ("shared",), ("local",),
+                  ("const",), ("atomic",)}
+_CUDA_CALLS = {("grid",), ("gridsize",), ("shared", "array"), ("local", "array"), ("const", "array_like"),
+               ("syncthreads",), ("syncwarp",), ("threadfence",), ("threadfence_block",),
+               ("threadfence_system",), ("shfl_sync",), ("shfl_up_sync",), ("shfl_down_sync",),
+               ("shfl_xor_sync",), ("ballot_sync",), ("all_sync",), ("any_sync",), ("activemask",), ("popc",),
+               ("fma",), ("brev",), ("clz",), ("ffs",), ("cbrt",), ("syncthreads_count",),
+               ("syncthreads_and",), ("syncthreads_or",)}
+_ATOMICS = {"add", "sub", "max", "min", "exch", "cas", "compare_and_swap", "and_", "or_", "xor", "inc", "dec",
+            "nanmax", "nanmin"}
+
+
+def _numba_dtype(obj):
+    """numpy dtype of a numba type object (numba.float32, numba.types.int64), or None."""
+    mod = type(obj).__module__ or ""
+    if not mod.startswith("numba"):
+        return None
+    try:
+        from numba.np.numpy_support import as_dtype
+        return np.dtype(as_dtype(obj))
+    except Exception:
+        try:
+            return np.dtype(str(obj))
+        except Exception:
+            return None
+
+
+def classify(obj):
+    """What a global name refers to, as a tag the compiler dispatches on."""
+    if isinstance(obj, types.ModuleType):
+        n = obj.__name__
+        if n in ("numba.cuda", "gpusim.cuda") or n.endswith(".numba.cuda"):
+            return ("cuda", ())
+        if n == "math":
+            return ("math", obj)
+        if n == "numpy":
+            return ("np", obj)
+        if n == "numba" or n.startswith("numba.") and ("types" in n):
+            return ("numba", obj)
+        return ("unknown", obj)
+    if getattr(obj, "_gpusim_frontend", None) == "cuda" or \
+            isinstance(getattr(obj, "py_func", None), types.FunctionType):
+        return ("devfn", obj.py_func)       # gpusim / numba-cuda device functions, numba @njit helpers
+    if isinstance(obj, bool) or isinstance(obj, (int, float, np.bool_)) or isinstance(obj, np.number):
+        return ("const", obj)
+    try:
+        if obj in _BUILTINS:
+            return ("builtin", _BUILTINS[obj])
+        if obj in _MATHFN:
+            return ("mathfn", _MATHFN[obj])
+        if obj in _NPFN:
+            return ("mathfn", _NPFN[obj])
+        if obj in _NPBUILTIN:
+            return ("builtin", _NPBUILTIN[obj])
+    except TypeError:          # unhashable
+        pass
+    if isinstance(obj, type) and issubclass(obj, np.generic):
+        return ("dtype", np.dtype(obj))
+    if isinstance(obj, np.dtype):
+        return ("dtype", obj)
+    nd = _numba_dtype(obj)
+    if nd is not None:
+        return ("dtype", nd)
+    if isinstance(obj, types.FunctionType):
+        return ("devfn", obj)
+    if isinstance(obj, tuple) and all(classify(x)[0] in ("const", "ctuple") for x in obj):
+        return ("ctuple", obj)
+    if isinstance(obj, np.ndarray):
+        return ("array", obj)
+    if obj is None:
+        return ("none", None)
+    return ("unknown", obj)
+
+
+def _const_tuple(t):
+    return tuple(_const_tuple(x) if isinstance(x, tuple) else const(x) for x in t)
+
+
+class StaticResolver:
+    """Resolution of names and attribute chains, and static evaluation, for ``compiler._FunctionCompiler``."""
+
+    def static(self, node):
+        """Tag of a name / attribute chain rooted at a global (None when rooted at a local)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.locals:
+                return None
+            if node.id not in self.scope:
+                raise self.compile_error(f"name {node.id!r} is not defined", node)
+            return classify(self.scope[node.id])
+        if isinstance(node, ast.Attribute):
+            base = self.static(node.value)
+            if base is None:
+                return None
+            return self.static_attr(base, node.attr, node)
+        return None
+
+    def static_attr(self, tag, attr, node):
+        kind = tag[0]
+        if kind == "cuda":
+            path = tag[1] + (attr,)
+            if path in _CUDA_PREFIXES or path in _CUDA_CALLS or path[:-1] in _CUDA_VALUE and attr in "xyz" \
+                    or path in (("laneid",), ("warpsize",)) or (path[0] == "atomic" and len(path) == 2):
+                if path[0] == "atomic" and len(path) == 2 and attr not in _ATOMICS:
+                    raise self.unsupported(f"cuda.atomic.{attr}", node)
+                return ("cuda", path)
+            raise self.unsupported(f"cuda.{'.'.join(path)}", node)
+        if kind in ("math", "np", "numba"):
+            mod = tag[1]
+            if kind == "numba" and attr == "cuda":
+                return ("cuda", ())
+            if not hasattr(mod, attr):
+                raise self.compile_error(f"module {mod.__name__!r} has no attribute {attr!r}", node)
+            c = classify(getattr(mod, attr))
+            if c[0] == "unknown":
+                raise self.unsupported(f"{mod.__name__}.{attr}", node)
+            return c
+        if kind in ("const",):
+            raise self.unsupported(f"attribute .{attr} of a constant", node)
+        return ("unknown", None)
+
+    def _small_const(self, n) -> bool:
+        """Is ``n`` a compile-time integer constant in [0, 2**32)?"""
+        if _contains([n], (ast.Call, ast.Subscript)):
+            return False
+        try:
+            v = self.static_eval(n)
+        except (CompileError, UnsupportedConstruct):
+            return False
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= int(v) < 2 ** 32
+
+    # -- static evaluation (shapes and dtypes of shared/local arrays)
+    def static_eval(self, n):
+        if isinstance(n, ast.Constant):
+            return n.value
+        if isinstance(n, ast.Tuple):
+            return tuple(self.static_eval(e) for e in n.elts)
+        if isinstance(n, (ast.Name, ast.Attribute)):
+            tag = self.static(n)
+            if tag is None:
+                raise self.compile_error(f"{ast.unparse(n)!r} must be a compile-time constant", n)
+            if tag[0] in ("const", "ctuple", "dtype"):
+                return tag[1]
+            raise self.compile_error(f"{ast.unparse(n)!r} must be a compile-time constant", n)
+        if isinstance(n, ast.BinOp) and type(n.op) in (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod,
+                                                         ast.Pow, ast.LShift, ast.RShift):
+            a, b = self.static_eval(n.left), self.static_eval(n.right)
+            return {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                    ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b,
+                    ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b}[type(n.op)]()
+        raise self.compile_error(f"{ast.unparse(n)!r} must be a compile-time constant", n)

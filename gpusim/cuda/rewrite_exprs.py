@@ -1,0 +1,286 @@
+"""Compiler pass: expressions and calls rewritten into calls into the chunk runtime.
+
+``a[i] + b[i]`` becomes ``_rt.binop('add', _rt.getitem(a, i, 7), _rt.getitem(b, i, 7), 7)``; compile-time
+constants are bound once (``self.k``); ``and``/``or``/ternaries evaluate their lazy arms as lambdas (only for the
+lanes that need them); calls dispatch on what the callee resolves to: builtins, math functions, dtypes, device
+functions (inlined), and the ``cuda`` intrinsics (barriers, shuffles, votes, atomics, special registers).
+``cuda.shared.array``/``cuda.local.array`` declarations get their layout slot here.
+"""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from .astgen import _BINOPS, _CMPOPS, _CONSTRUCT_NAMES, _UNOPS, _c, _lam, _load, _rt, _store
+from .resolve import _CUDA_CALLS, _CUDA_VALUE, _const_tuple, _numba_dtype
+from .values import const
+
+
+class ExpressionRewriter:
+    """Expression and call rewriting for ``compiler._FunctionCompiler``."""
+
+    def index(self, sl):
+        if isinstance(sl, ast.Tuple):
+            return ast.Tuple(elts=[self.index(e) for e in sl.elts], ctx=ast.Load())
+        if isinstance(sl, ast.Slice):
+            raise self.unsupported("array slicing", sl)
+        return self.expr(sl)
+
+    def value_of(self, tag, node):
+        kind = tag[0]
+        line = node.lineno
+        if kind == "const":
+            return self.k(const(tag[1]))
+        if kind == "ctuple":
+            return self.k(_const_tuple(tag[1]))
+        if kind == "array":
+            name = node.id if isinstance(node, ast.Name) else ast.unparse(node)
+            return _rt("global_const", self.k(tag[1]), _c(name), _c(line))
+        if kind == "dtype":
+            return self.k(tag[1])
+        if kind == "none":
+            return _c(None)
+        if kind == "cuda":
+            path = tag[1]
+            if path[:-1] in _CUDA_VALUE and len(path) == 2:
+                return _rt("sreg", _c(_CUDA_VALUE[path[:-1]]), _c("xyz".index(path[1])), _c(line))
+            if path == ("laneid",):
+                return _rt("sreg", _c("laneid"), _c(0), _c(line))
+            if path == ("warpsize",):
+                return self.k(const(np.int32(32)))
+            raise self.unsupported(f"using cuda.{'.'.join(path)} as a value", node)
+        what = ast.unparse(node)
+        if kind == "unknown":
+            raise self.unsupported(f"global {what!r} of type {type(tag[1]).__name__}", node)
+        raise self.unsupported(f"using {what!r} as a value", node)
+
+    def expr(self, n):
+        t = type(n)
+        line = getattr(n, "lineno", 0)
+        if t is ast.Name:
+            if n.id in self.locals:
+                return _load(n.id)
+            return self.value_of(self.static(n), n)
+        if t is ast.Constant:
+            v = n.value
+            if isinstance(v, (bool, int, float)):
+                return self.k(const(v))
+            if v is None:
+                return _c(None)
+            raise self.unsupported(f"a {type(v).__name__} constant", n)
+        if t is ast.BinOp:
+            op = _BINOPS.get(type(n.op))
+            if op is None:
+                raise self.unsupported(f"operator {type(n.op).__name__}", n)
+            if op in ("add", "sub"):
+                if isinstance(n.left, ast.BinOp) and isinstance(n.left.op, ast.Mult):
+                    return _rt("fma", self.expr(n.left.left), self.expr(n.left.right), self.expr(n.right), _c(line),
+                               _c(op == "sub"), _c(False))
+                if isinstance(n.right, ast.BinOp) and isinstance(n.right.op, ast.Mult):
+                    return self.arith(op, self.expr(n.left), n.right, line)
+            if op == "bitand":
+                # ``e & mask`` with a small constant mask: only the low bits of e matter, so LLVM computes e in
+                # 32 bits (demanded-bits narrowing; bank_conflicts' ``(base + r * 32) & (SIZE - 1)``)
+                for side, other in ((n.right, n.left), (n.left, n.right)):
+                    if self._small_const(side):
+                        nar = _rt("narrow", _lam(self.expr(other)))
+                        args = (self.expr(n.left), nar) if side is n.left else (nar, self.expr(n.right))
+                        return _rt("binop", _c(op), args[0], args[1], _c(line))
+            return _rt("binop", _c(op), self.expr(n.left), self.expr(n.right), _c(line))
+        if t is ast.UnaryOp:
+            return _rt("unop", _c(_UNOPS[type(n.op)]), self.expr(n.operand), _c(line))
+        if t is ast.Compare:
+            parts = []
+            left = self.expr(n.left)
+            for i, (op, right) in enumerate(zip(n.ops, n.comparators)):
+                o = _CMPOPS.get(type(op))
+                if o is None:
+                    raise self.unsupported(f"comparison '{type(op).__name__}'", n)
+                r = self.expr(right)
+                if i < len(n.ops) - 1:
+                    tv = self.tmp()
+                    r = ast.NamedExpr(target=_store(tv), value=r)
+                    parts.append(_rt("compare", _c(o), left, r, _c(line)))
+                    left = _load(tv)
+                else:
+                    parts.append(_rt("compare", _c(o), left, r, _c(line)))
+            out = parts[0]
+            for p in parts[1:]:
+                out = _rt("binop", _c("bitand"), out, p, _c(line))
+            return out
+        if t is ast.BoolOp:
+            is_and = isinstance(n.op, ast.And)
+            vals = [self.expr(v) for v in n.values]
+            out = vals[-1]
+            for v in reversed(vals[:-1]):
+                out = _rt("shortcircuit", _c(is_and), v, _lam(out), _c(line))
+            return out
+        if t is ast.IfExp:
+            return _rt("ifexp", self.expr(n.test), _lam(self.expr(n.body)), _lam(self.expr(n.orelse)), _c(line))
+        if t is ast.Subscript:
+            return _rt("getitem", self.expr(n.value), self.index(n.slice), _c(line))
+        if t is ast.Attribute:
+            tag = self.static(n)
+            if tag is not None:
+                return self.value_of(tag, n)
+            return _rt("attr", self.expr(n.value), _c(n.attr), _c(line))
+        if t is ast.Tuple:
+            return ast.Tuple(elts=[self.expr(e) for e in n.elts], ctx=ast.Load())
+        if t is ast.Call:
+            return self.call(n)
+        raise self.unsupported(_CONSTRUCT_NAMES.get(t, f"'{t.__name__}' expression"), n)
+
+    def _array_decl(self, n, space):
+        args = {}
+        names = ["shape", "dtype"]
+        for i, a in enumerate(n.args):
+            if i >= 2:
+                raise self.compile_error(f"cuda.{space}.array takes (shape, dtype)", n)
+            args[names[i]] = a
+        for kw in n.keywords:
+            if kw.arg not in names:
+                raise self.compile_error(f"cuda.{space}.array has no argument {kw.arg!r}", n)
+            args[kw.arg] = kw.value
+        if "shape" not in args or "dtype" not in args:
+            raise self.compile_error(f"cuda.{space}.array needs shape and dtype", n)
+        shape = self.static_eval(args["shape"])
+        dt = self.static_eval(args["dtype"])
+        try:
+            dtype = np.dtype(dt) if not isinstance(dt, np.dtype) else dt
+        except TypeError:
+            nd = _numba_dtype(dt)
+            if nd is None:
+                raise self.compile_error(f"dtype {dt!r} is not supported", n) from None
+            dtype = nd
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        if not isinstance(shape, tuple) or not all(isinstance(s, (int, np.integer)) for s in shape):
+            raise self.compile_error(f"cuda.{space}.array shape must be an int or a tuple of ints, not {shape!r}", n)
+        shape = tuple(int(s) for s in shape)
+        dynamic = space == "shared" and (shape == (0,))
+        if any(s < 0 for s in shape) or (space == "local" and any(s == 0 for s in shape)):
+            raise self.compile_error(f"cuda.{space}.array shape {shape} is invalid", n)
+        name = self.assign_target or f"{space}_array@{n.lineno}"
+        slot = self.ctx.add_slot(space, name, shape, dtype, dynamic)
+        return _rt("shared_array" if space == "shared" else "local_array", self.k(slot), _c(n.lineno))
+
+    def call(self, n):
+        line = n.lineno
+        unused = self.unused_call is n
+        self.unused_call = None
+        tag = self.static(n.func)
+        if tag is None:
+            raise self.unsupported(f"calling {ast.unparse(n.func)!r} (a local value)", n)
+        kind = tag[0]
+        if kind == "cuda":
+            return self.cuda_call(tag[1], n, unused)
+        if any(isinstance(a, ast.Starred) for a in n.args):
+            raise self.unsupported("starred arguments", n)
+        if kind == "devfn":
+            cf, _, _ = self.ctx.compile_function(tag[1], "device")
+            name = f"_gs_D_{cf.name}_{id(cf) % 100000}"
+            self.ns[name] = cf.fn
+            return ast.Call(func=_load(name), args=[_load("_rt")] + [self.expr(a) for a in n.args],
+                            keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
+        if kind == "builtin" and tag[1] == "print":
+            return _c(None)         # printf from a kernel: accepted, prints nothing (arguments not evaluated)
+        if kind == "builtin" and tag[1] == "float" and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) \
+                and isinstance(n.args[0].value, str):
+            try:
+                return self.k(const(float(n.args[0].value)))      # float("inf"), float("nan")
+            except ValueError:
+                raise self.compile_error(f"float({n.args[0].value!r}) is not a number", n) from None
+        if n.keywords and kind != "builtin":
+            raise self.unsupported(f"keyword arguments to {ast.unparse(n.func)}", n)
+        args = [self.expr(a) for a in n.args]
+        if kind == "mathfn":
+            return _rt("math", _c(tag[1]), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
+        if kind == "dtype":
+            if not args:
+                return self.k(const(tag[1].type(0)))
+            return _rt("cast", args[0], self.k(tag[1]), _c(line))
+        if kind == "builtin":
+            b = tag[1]
+            if n.keywords:
+                raise self.unsupported(f"keyword arguments to {b}()", n)
+            if b == "range":
+                raise self.unsupported("range() outside a for statement", n)
+            if b in ("min", "max"):
+                return _rt("minmax", _c(b), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
+            if len(args) != 1 and b not in ("round", "pow"):
+                raise self.compile_error(f"{b}() takes one argument here", n)
+            if b == "abs":
+                return _rt("builtin_abs", args[0], _c(line))
+            if b in ("int", "float"):      # numba: int(int32) stays int32, float(float32) stays float32
+                return _rt("builtin_num", _c(b), args[0], _c(line))
+            if b == "bool":
+                return _rt("cast", args[0], self.k(np.dtype(np.bool_)), _c(line))
+            if b == "len":
+                return _rt("length", args[0], _c(line))
+            if b == "round":
+                return _rt("builtin_round", args[0], args[1] if len(args) > 1 else _c(None), _c(line))
+            if b == "pow":
+                if len(args) != 2:
+                    raise self.compile_error("pow() takes two arguments here", n)
+                return _rt("binop", _c("pow"), args[0], args[1], _c(line))
+        what = ast.unparse(n.func)
+        if kind == "unknown":
+            raise self.unsupported(f"calling {what!r} ({type(tag[1]).__name__})", n)
+        raise self.unsupported(f"calling {what!r}", n)
+
+    def cuda_call(self, path, n, unused):
+        line = n.lineno
+        if path not in _CUDA_CALLS and not (path[0] == "atomic" and len(path) == 2):
+            raise self.unsupported(f"calling cuda.{'.'.join(path)}", n)
+        if path == ("shared", "array"):
+            return self._array_decl(n, "shared")
+        if path == ("local", "array"):
+            return self._array_decl(n, "local")
+        if n.keywords:
+            raise self.unsupported(f"keyword arguments to cuda.{'.'.join(path)}", n)
+        if path == ("const", "array_like"):
+            if len(n.args) != 1:
+                raise self.compile_error("cuda.const.array_like takes one array", n)
+            tag = self.static(n.args[0])
+            if tag is None or tag[0] != "array":
+                raise self.compile_error("cuda.const.array_like needs a global numpy array", n)
+            return _rt("global_const", self.k(tag[1]), _c(ast.unparse(n.args[0])), _c(line))
+        if path in (("grid",), ("gridsize",)):
+            if len(n.args) != 1:
+                raise self.compile_error(f"cuda.{path[0]} takes the number of dimensions", n)
+            nd = self.static_eval(n.args[0])
+            if nd not in (1, 2, 3):
+                raise self.compile_error(f"cuda.{path[0]}({nd!r}): ndim must be 1, 2 or 3", n)
+            return _rt(path[0], _c(int(nd)), _c(line))
+        args = [self.expr(a) for a in n.args]
+        name = path[-1]
+        if path[0] == "atomic":
+            if name == "compare_and_swap":
+                if len(args) != 3:
+                    raise self.compile_error("cuda.atomic.compare_and_swap(ary, old, val)", n)
+                return _rt("atomic", _c("cas"), args[0], self.k(const(0)),
+                           ast.Tuple(elts=args[1:], ctx=ast.Load()), _c(line), _c(not unused))
+            need = 4 if name == "cas" else 3
+            if len(args) != need:
+                raise self.compile_error(f"cuda.atomic.{name} takes {need} arguments", n)
+            return _rt("atomic", _c(name), args[0], args[1], ast.Tuple(elts=args[2:], ctx=ast.Load()), _c(line),
+                       _c(not unused))
+        if name == "syncthreads":
+            return _rt("syncthreads", _c(line))
+        if name == "syncwarp":
+            return _rt("simple", _c(("syncwarp",)), _c(line))
+        if name.startswith("threadfence"):
+            return _rt("simple", _c(("membar",)), _c(line))
+        if name in ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"):
+            if len(args) != 3:
+                raise self.compile_error(f"cuda.{name}(mask, value, lane) takes 3 arguments", n)
+            kind = {"shfl_sync": "idx", "shfl_up_sync": "up", "shfl_down_sync": "down", "shfl_xor_sync": "xor"}[name]
+            return _rt("shfl", _c(kind), args[0], args[1], args[2], _c(line))
+        if name in ("ballot_sync", "all_sync", "any_sync"):
+            return _rt("vote", _c(name.split("_")[0]), args[0], args[1], _c(line))
+        if name == "activemask":
+            return _rt("vote", _c("activemask"), _c(None), _c(None), _c(line))
+        if name in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
+            return _rt("sync_reduce", _c(name.split("_")[1]), args[0], _c(line))
+        return _rt("intrinsic", _c(name), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))

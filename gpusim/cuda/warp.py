@@ -1,0 +1,126 @@
+"""Barriers and warp-level operations of the SIMT machine: ``syncthreads`` and its reductions, shuffles, votes.
+
+A CTA barrier reached by some threads of a block but not by others that have not exited raises
+``BarrierDivergence`` (on hardware it deadlocks or misbehaves).  Shuffles read the source lane's value within
+the warp (32 lanes); votes reduce a predicate over the warp's active lanes.  Barriers and warp-level collectives
+are convergent: a loop containing one is not runtime-unrolled.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import BarrierDivergence
+from ..trace import WARP, Op, OpKind
+from . import costs as C_
+from .values import EMPTY, I32, V, _union
+
+
+class WarpOps:
+    """The chunk's (``runtime.Chunk``) barriers, memory fences and warp-level collectives."""
+
+    def syncthreads(self, line) -> None:
+        m = self.mask
+        if m is EMPTY:
+            return
+        if m is not self.base:
+            S = (self.C, self.P)
+            act = np.broadcast_to(m.a, S) if m.a is not None else np.ones(S, bool)
+            alive = np.ones(S, bool) if self.L.exist is None else np.broadcast_to(self.L.exist, S).copy()
+            ex = self.frames[0].returned if self.frames else EMPTY
+            if ex is not EMPTY:
+                alive = alive & ~(np.broadcast_to(ex.a, S) if ex.a is not None else np.ones(S, bool))
+            missing = alive & ~act
+            bad = act.any(axis=1) & missing.any(axis=1)
+            if bad.any():
+                c = int(np.argmax(bad))
+                p_in = int(np.argmax(act[c]))
+                p_out = int(np.argmax(missing[c]))
+                L = self.L
+                raise BarrierDivergence(
+                    f"cuda.syncthreads() is reached by thread {L.thread_of(p_in)} but not by thread "
+                    f"{L.thread_of(p_out)} of the same block, which has not exited (a barrier inside a divergent "
+                    "branch or loop: on hardware it deadlocks or misbehaves)",
+                    file=self.ck.file, line=line, kernel=self.ck.name, block=L.block_of(self.first + c),
+                    thread=L.thread_of(p_in))
+        self._no_unroll()                            # a barrier is convergent: its loop is not unrolled
+        self._vec_loads.clear()
+        self._load_cse.clear()
+        if self.recording:
+            pipe, n, label = C_.cost(("barrier",))[0]
+            ri = self._row_of(m)
+            self.ops.append(Op(OpKind.BARRIER, pipe, n, line, (), label=label))
+            self.op_rows.append(ri)
+
+    def sync_reduce(self, kind, pred, line) -> V:
+        """``cuda.syncthreads_count/and/or(pred)``: a barrier that also reduces ``pred`` over the block."""
+        self.syncthreads(line)
+        m = self.mask
+        S = (self.C, self.P)
+        act = np.ones(S, bool) if m.a is None else np.broadcast_to(m.a, S)
+        p = np.broadcast_to(self.truth(pred, line).v, S) & act
+        if kind == "count":
+            r = p.sum(axis=1).astype(I32)[:, None]
+        elif kind == "and":
+            r = (p == act).all(axis=1).astype(I32)[:, None]
+        else:
+            r = p.any(axis=1).astype(I32)[:, None]
+        return V(r, (), False)
+
+    def simple(self, key, line) -> None:
+        """An instruction with no functional effect in lockstep (syncwarp, threadfence)."""
+        if key == ("syncwarp",):
+            self._collective()
+        self._load_cse.clear()                       # fences and warp barriers order memory too
+        if self.recording and self.mask is not EMPTY:
+            self._rec(key, line)
+
+    def _warp_view(self, v):
+        return np.broadcast_to(v, (self.C, self.P)).reshape(self.C, self.wpc, WARP)
+
+    def shfl(self, kind, mask, value, arg, line) -> V:
+        v = self._val(value, line)
+        a = self._val(arg, line)
+        lane = np.arange(WARP, dtype=np.int64)
+        av = np.broadcast_to(np.asarray(a.v, dtype=np.int64), (self.C, self.P)).reshape(self.C, self.wpc, WARP)
+        if kind == "idx":
+            src = av % WARP
+        elif kind == "up":
+            src = lane - av
+            src = np.where(src < 0, lane, src)
+        elif kind == "down":
+            src = lane + av
+            src = np.where(src >= WARP, lane, src)
+        else:
+            src = (lane ^ av) % WARP
+        src = np.broadcast_to(src, (self.C, self.wpc, WARP))
+        r = np.take_along_axis(self._warp_view(v.v), src, axis=2).reshape(self.C, self.P)
+        deps = _union(v.deps, a.deps)
+        n0 = len(self.ops)
+        self._collective()
+        if self.recording and self.mask is not EMPTY:
+            self._rec(("warp_shuffle",), line, deps)
+        return V(r, self._out(deps, n0), False)
+
+    def vote(self, kind, mask, pred, line) -> V:
+        m = self.mask
+        self._collective()
+        act = np.ones((self.C, self.P), bool) if m.a is None else np.broadcast_to(m.a, (self.C, self.P))
+        if m is EMPTY:
+            act = np.zeros((self.C, self.P), bool)
+        if kind == "activemask":
+            bits = act
+        else:
+            p = self.truth(pred, line)
+            bits = act & np.broadcast_to(p.v, (self.C, self.P))
+        w = bits.reshape(self.C, self.wpc, WARP)
+        if kind in ("ballot", "activemask"):
+            words = (w.astype(np.uint64) << np.arange(WARP, dtype=np.uint64)).sum(axis=2).astype(np.uint32)
+            r = np.repeat(words, WARP, axis=1).reshape(self.C, self.P)
+        elif kind == "any":
+            r = np.repeat(w.any(axis=2), WARP, axis=1).reshape(self.C, self.P).astype(I32)
+        else:
+            aw = act.reshape(self.C, self.wpc, WARP)
+            r = np.repeat((w == aw).all(axis=2), WARP, axis=1).reshape(self.C, self.P).astype(I32)
+        if self.recording and m is not EMPTY:
+            self._rec(("warp_vote",), line)
+        return V(r, (), False)
