@@ -244,6 +244,7 @@ def test_advanced_pointer_tiles_reuse_requests_exactly(monkeypatch, BK, K):
     advance by whole lines and are reused; BK=16: A advances 32 B (recomputed), and the masked K tail is
     recomputed too."""
     from gpusim.triton import _lower as L
+    from gpusim.triton import _lower_memory as LM
     M = N = 128
     a = (RNG.standard_normal((M, K)) * 0.1).astype(np.float16)
     b = (RNG.standard_normal((K, N)) * 0.1).astype(np.float16)
@@ -251,8 +252,8 @@ def test_advanced_pointer_tiles_reuse_requests_exactly(monkeypatch, BK, K):
     args = [a, b, c, M, N, K, K, 1, N, 1, N, 1]
     meta = dict(BM=64, BN=64, BK=BK, PREC="tf32", num_warps=4, num_stages=2)
     calls = []
-    real = L.coalesce_programs
-    monkeypatch.setattr(L, "coalesce_programs", lambda *x: calls.append(1) or real(*x))
+    real = LM.coalesce_programs
+    monkeypatch.setattr(LM, "coalesce_programs", lambda *x: calls.append(1) or real(*x))
     reused = trace_launch(mm_kernel, (4,), args, meta)
     n_reused = len(calls)
     monkeypatch.setattr(L.Recorder, "_global_access", lambda self, site, ptr, shape, mask, lay, vec, store:

@@ -22,11 +22,12 @@ records and publishes the trace.  Real ``@triton.jit`` functions are accepted to
 from __future__ import annotations
 
 import functools
+import sys
 
 from .. import trace as _trace
-from . import language
+from . import _launch, language
+from ._dtypes import constexpr
 from ._launch import execute, resolve, run_launch, trace_launch
-from ._core import constexpr
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
            "trace_launch", "run_launch", "constexpr"]
@@ -155,3 +156,6 @@ class Heuristics:
 
 def heuristics(values):
     return lambda fn: Heuristics(fn, values)
+
+
+_launch.register_package(sys.modules[__name__])      # a kernel's ``triton`` global is rebound to this package

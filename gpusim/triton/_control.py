@@ -6,7 +6,8 @@ take the branch / are still in the loop: memory ops of the others are masked off
 variable the region assigned is merged (new value where the mask is set, old value elsewhere).  A loop runs
 while any program is still in it.  ``return`` under a program-varying condition retires the active programs.
 Runtime loops (``range``, ``tl.range``) are reported to the recorder so the lowering can software-pipeline
-them; ``tl.static_range`` is unrolled, as Triton unrolls it.
+them; ``tl.static_range`` is unrolled, as Triton unrolls it.  (Above the ops: ``x if c else y`` on a
+program-varying ``c`` is ``tl.where``.)
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from . import _axisinfo as AI
 from . import _core as C
-from ._core import fail, tensor, unwrap
+from ._core import _is_scalar_py, broadcast_shapes, fail, tensor, to_tensor, unwrap, vshape
+from ._ops_math import where
 
 MISSING = object()
 
@@ -81,6 +83,67 @@ def _ax_of(x):
     return AI.constant(int(x))
 
 
+def merge_values(mask: np.ndarray, new, old):
+    """Value of a variable after a masked region: ``new`` for the programs in ``mask``, ``old`` elsewhere."""
+    if new is old:
+        return new
+    new_u, old_u = unwrap(new), unwrap(old)
+    nt, ot = isinstance(new_u, tensor), isinstance(old_u, tensor)
+    if not nt and not ot:
+        try:
+            if new_u == old_u:
+                return new
+        except Exception:
+            return new
+        if not _is_scalar_py(new_u) or not _is_scalar_py(old_u):
+            return new
+    if not nt and not _is_scalar_py(new_u):
+        return new
+    if not ot and not _is_scalar_py(old_u):
+        return new
+    tn = new_u if nt else to_tensor(new_u)
+    to = old_u if ot else to_tensor(old_u)
+    if tn.dtype.is_ptr() != to.dtype.is_ptr():
+        return new
+    if tn.shape != to.shape:
+        if tn.numel == to.numel or not tn.shape or not to.shape:
+            shape = broadcast_shapes(tn.shape, to.shape)
+        else:
+            return new
+    else:
+        shape = tn.shape
+    dt = tn.dtype
+    vn = vshape(tn, shape)
+    vo = vshape(to, shape)
+    if not dt.is_ptr() and to.dtype != dt:
+        vo = vo.astype(dt.np)
+    P = mask.shape[0]
+    m = mask.reshape((P,) + (1,) * len(shape))
+    v = np.where(m, vn, vo)
+    out = tensor(v, dt, shape)
+    out.buf = tn.buf
+    if tn.buf is not None and to.buf is not None and tn.buf is not to.buf:
+        if tn.buf.flat is not to.buf.flat:
+            fail(UnsupportedConstruct, "a pointer variable points into different arguments in different programs")
+    out.ax = AI.join(tn.ax, to.ax) if (tn.ax is not None and to.ax is not None) else None
+    out.lay = tn.lay or to.lay
+    out.src = tn.src
+    out.lsrc = tn.lsrc
+    ds = tn.dsrc
+    if to.dsrc:
+        ds = to.dsrc if not ds else (ds | to.dsrc)
+    out.dsrc = ds
+    return out
+
+
+def program_values(t: tensor) -> np.ndarray:
+    st = C.ST
+    v = t.v
+    if v.shape[0] == 1 and st.P != 1:
+        v = np.broadcast_to(v, (st.P,) + v.shape[1:])
+    return v
+
+
 class _Region:
     masked = False
 
@@ -101,7 +164,7 @@ class _Region:
             old = snap.get(n, MISSING)
             if old is MISSING or old is new:
                 continue
-            out[n] = C.merge_values(mask, new, old)
+            out[n] = merge_values(mask, new, old)
         return out
 
 
@@ -170,7 +233,7 @@ class For(_Region):
             else:
                 self.uniform = False
                 P = st.P
-                lo, hi, step = (C.program_values(C.to_tensor(a)).astype(np.int64) if isinstance(a, tensor)
+                lo, hi, step = (program_values(C.to_tensor(a)).astype(np.int64) if isinstance(a, tensor)
                                 else np.full(P, int(a), np.int64) for a in (it.start, it.stop, it.step))
                 if np.any(step == 0):
                     fail(CompileError, "range step must not be zero")
@@ -349,8 +412,7 @@ def ifexp(c, af, bf):
         return af()
     if cv is False:
         return bf()
-    from . import _ops
-    return _ops.where(c, af(), bf())
+    return where(c, af(), bf())
 
 
 def assert_(cond, msg=None):

@@ -1,461 +1,32 @@
-"""Tile values of many program instances at once, and the state of one lockstep execution.
+"""Tile values of many program instances at once: the ``tensor`` and the ops its operators and methods are.
 
 Every ``tl`` tensor a kernel builds is a ``tensor`` whose ``v`` is a numpy array with a leading *program* axis:
 ``v.shape == (Pn, *shape)`` where ``Pn`` is 1 for values all programs share (``tl.arange``, constexpr
 arithmetic, scalar arguments) and ``P`` (the programs of the chunk being executed) otherwise.  numpy
-broadcasting then runs every program of the chunk in one array operation.
+broadcasting then runs every program of the chunk in one array operation.  Pointer tensors hold int64 *element
+offsets* into a ``Buffer`` (one kernel argument's memory), with a fake device address for the lowering.
 
-Value representation (what Triton computes, to within rounding): fp16/bf16 values are float32 arrays rounded
-to the storage type wherever Triton rounds (arithmetic results of that type, loads, stores, ``.to``); fp32,
-fp64 and the integer types use their numpy types (int32 wraps like the GPU); int1 is bool.  Pointer tensors
-hold int64 *element offsets* into a ``Buffer`` (one kernel argument's memory), with a fake device address for
-the lowering.
-
-``State`` is the execution of one chunk of programs: their ids, the stack of active-program masks that
-program-varying control flow pushes (masked lockstep), the programs that returned, and the recorder that
-lowers each op into the trace (None for purely functional runs).
+Here, kept together because the tensor's operators and methods call them: ``ST`` (the ``State`` executing),
+operand conversion and promotion, binary / unary ops, views (expand_dims, broadcast_to, reshape, permute),
+casts, branch conditions.  Below: ``_dtypes`` (re-exported: ops read ``C.int32``), ``_state``, ``_buffers``.
 """
 from __future__ import annotations
 
-import math
-import sys
-import weakref
 from typing import Any
 
 import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from . import _axisinfo as AI
-
-# ---------------------------------------------------------------------------------------------------------
-# dtypes
-# ---------------------------------------------------------------------------------------------------------
-
-
-class dtype:
-    """A Triton scalar type (``tl.float16`` ...).  ``name`` follows Triton ('fp16', 'int32', 'int1')."""
-
-    KIND_BOOL, KIND_INT, KIND_FLOAT = 0, 1, 2
-
-    def __init__(self, name: str, bits: int, kind: str, np_compute, np_storage, signed: bool = True):
-        self.name = name
-        self.primitive_bitwidth = bits
-        self._kind = kind          # 'b', 'i', 'u', 'f', 'p'
-        self.np = np.dtype(np_compute) if np_compute is not None else None
-        self.np_storage = np.dtype(np_storage) if np_storage is not None else None
-        self.signed = signed
-
-    # Triton's predicates
-    def is_floating(self):
-        return self._kind == "f"
-
-    def is_int(self):
-        return self._kind in ("i", "u", "b")
-
-    def is_int_signed(self):
-        return self._kind == "i"
-
-    def is_int_unsigned(self):
-        return self._kind in ("u", "b")
-
-    def is_bool(self):
-        return self._kind == "b"
-
-    def is_int1(self):
-        return self._kind == "b"
-
-    def is_ptr(self):
-        return False
-
-    def is_fp16(self):
-        return self.name == "fp16"
-
-    def is_bf16(self):
-        return self.name == "bf16"
-
-    def is_fp32(self):
-        return self.name == "fp32"
-
-    def is_fp64(self):
-        return self.name == "fp64"
-
-    def is_block(self):
-        return False
-
-    @property
-    def int_bitwidth(self):
-        return self.primitive_bitwidth
-
-    @property
-    def fp_mantissa_width(self):
-        return {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}.get(self.name, 0)
-
-    @property
-    def scalar(self):
-        return self
-
-    @property
-    def itemsize(self) -> int:
-        return max(1, self.primitive_bitwidth // 8)
-
-    def kind(self) -> int:
-        return {"b": 0, "i": 1, "u": 1, "f": 2}.get(self._kind, 1)
-
-    def __eq__(self, o):
-        return isinstance(o, dtype) and o.name == self.name
-
-    def __hash__(self):
-        return hash(self.name)
-
-    def __str__(self):
-        return self.name
-
-    def __repr__(self):
-        return f"triton.language.{_LONG.get(self.name, self.name)}"
-
-    def __call__(self, x):      # tl.float32(1.0) style constants
-        return x
-
-
-class pointer_type(dtype):
-    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
-        super().__init__(f"pointer<{element_ty.name}>", 64, "p", np.int64, None)
-        self.element_ty = element_ty
-
-    def is_ptr(self):
-        return True
-
-    def is_int(self):
-        return False
-
-    def __repr__(self):
-        return f"pointer<{self.element_ty!r}>"
-
-
-int1 = dtype("int1", 1, "b", np.bool_, np.bool_, False)
-int8 = dtype("int8", 8, "i", np.int8, np.int8)
-int16 = dtype("int16", 16, "i", np.int16, np.int16)
-int32 = dtype("int32", 32, "i", np.int32, np.int32)
-int64 = dtype("int64", 64, "i", np.int64, np.int64)
-uint8 = dtype("uint8", 8, "u", np.uint8, np.uint8, False)
-uint16 = dtype("uint16", 16, "u", np.uint16, np.uint16, False)
-uint32 = dtype("uint32", 32, "u", np.uint32, np.uint32, False)
-uint64 = dtype("uint64", 64, "u", np.uint64, np.uint64, False)
-float16 = dtype("fp16", 16, "f", np.float32, np.float16)
-bfloat16 = dtype("bf16", 16, "f", np.float32, np.uint16)
-float32 = dtype("fp32", 32, "f", np.float32, np.float32)
-float64 = dtype("fp64", 64, "f", np.float64, np.float64)
-
-_LONG = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
-ALL_DTYPES = [int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64]
-_BY_NP = {np.dtype(np.bool_): int1, np.dtype(np.int8): int8, np.dtype(np.int16): int16, np.dtype(np.int32): int32,
-          np.dtype(np.int64): int64, np.dtype(np.uint8): uint8, np.dtype(np.uint16): uint16,
-          np.dtype(np.uint32): uint32, np.dtype(np.uint64): uint64, np.dtype(np.float16): float16,
-          np.dtype(np.float32): float32, np.dtype(np.float64): float64}
-
-
-def dtype_of_numpy(d) -> dtype:
-    d = np.dtype(d)
-    if d not in _BY_NP:
-        raise UnsupportedConstruct(f"arrays of numpy dtype {d} cannot be kernel arguments")
-    return _BY_NP[d]
-
-
-class constexpr:
-    """``tl.constexpr``: a compile-time value (annotation on kernel parameters; wraps values)."""
-
-    def __init__(self, value=None):
-        self.value = value.value if isinstance(value, constexpr) else value
-
-    def __repr__(self):
-        return f"constexpr[{self.value!r}]"
-
-    def __index__(self):
-        return int(self.value)
-
-    def __int__(self):
-        return int(self.value)
-
-    def __bool__(self):
-        return bool(self.value)
-
-    def __eq__(self, o):
-        return self.value == unwrap(o)
-
-    def __hash__(self):
-        return hash(self.value)
-
-    def __getattr__(self, name):
-        return getattr(self.value, name)
-
-    def __call__(self, *args, **kw):
-        return self.value(*args, **kw)
-
-    for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift", "and", "or",
-                "xor", "lt", "le", "gt", "ge", "ne"):
-        exec(f"def __{_op}__(self, o): return _dispatch_binop('{_op}', self.value, unwrap(o))")
-        if _op not in ("lt", "le", "gt", "ge", "ne"):
-            exec(f"def __r{_op}__(self, o): return _dispatch_binop('{_op}', unwrap(o), self.value)")
-    del _op
-
-    def __neg__(self):
-        return -self.value
-
-    def __invert__(self):
-        return ~self.value
-
-
-def _dispatch_binop(op, a, b):
-    import operator
-    f = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-         "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "lshift": operator.lshift,
-         "rshift": operator.rshift, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
-         "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "ne": operator.ne}[op]
-    return f(a, b)
-
-
-def unwrap(x):
-    return x.value if isinstance(x, constexpr) else x
-
-
-# ---------------------------------------------------------------------------------------------------------
-# rounding helpers
-# ---------------------------------------------------------------------------------------------------------
-
-def round_bf16(x: np.ndarray) -> np.ndarray:
-    """Round float32 values to bfloat16 (round to nearest even on the bit pattern), kept as float32."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    u = x.view(np.uint32)
-    r = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000))
-    nan = np.isnan(x)
-    if nan.any():
-        r = np.where(nan, np.uint32(0x7FC00000), r)
-    return r.view(np.float32)
-
-
-def bf16_bits(x: np.ndarray) -> np.ndarray:
-    return (round_bf16(x).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
-
-
-def bf16_from_bits(b: np.ndarray) -> np.ndarray:
-    return (np.asarray(b).astype(np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
-
-
-def round_tf32(x: np.ndarray) -> np.ndarray:
-    """cvt.rna.tf32.f32: keep 10 mantissa bits, round to nearest, ties away from zero."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    u = x.view(np.uint32)
-    r = (u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
-    special = (u & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
-    if special.any():
-        r = np.where(special, u, r)
-    return r.view(np.float32)
-
-
-def round_f16(v: np.ndarray) -> np.ndarray:
-    """Round float32 values to the nearest fp16 value (ties to even), kept as float32.
-
-    Bit arithmetic on the float32 pattern for the fp16 normal range (3x faster than a numpy round trip through
-    float16); zeros, fp16 subnormals, overflow, inf and NaN take numpy's conversion."""
-    v = np.ascontiguousarray(v, np.float32)
-    u = v.view(np.uint32)
-    r = (u + (np.uint32(0xFFF) + ((u >> np.uint32(13)) & np.uint32(1)))) & np.uint32(0xFFFFE000)
-    a = u & np.uint32(0x7FFFFFFF)
-    special = (a < np.uint32(0x38800000)) | (a >= np.uint32(0x477FF000))
-    if special.any():
-        r[special] = v[special].astype(np.float16).astype(np.float32).view(np.uint32)
-    return r.view(np.float32)
-
-
-def round_to(dt: dtype, v: np.ndarray) -> np.ndarray:
-    if dt is float16:
-        return round_f16(v)
-    if dt is bfloat16:
-        return round_bf16(v)
-    return v
-
-
-def to_compute(dt: dtype, raw: np.ndarray) -> np.ndarray:
-    """Storage array -> compute array."""
-    if dt is bfloat16:
-        return bf16_from_bits(raw.view(np.uint16) if raw.dtype.itemsize == 2 else raw)
-    if dt is float16:
-        return raw.astype(np.float32)
-    return raw
-
-
-def to_storage(dt: dtype, v: np.ndarray) -> np.ndarray:
-    if dt is bfloat16:
-        return bf16_bits(v)
-    if dt is float16:
-        return np.asarray(v, np.float32).astype(np.float16)
-    return np.asarray(v).astype(dt.np_storage, copy=False)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# buffers: kernel argument memory with fake device addresses
-# ---------------------------------------------------------------------------------------------------------
-
-class _AddressSpace:
-    """Fake device addresses for host memory, stable while the memory lives (4 KB aligned, like cudaMalloc).
-
-    Keyed by the host address of an allocation's first byte, so the same array (or torch storage) gets the
-    same device address in every launch of a process (multi-kernel sequences share cache lines)."""
-
-    def __init__(self):
-        self.next = 1 << 36
-        self.by_ptr: dict[int, int] = {}
-
-    def address(self, host_ptr: int, nbytes: int, owner=None) -> int:
-        a = self.by_ptr.get(host_ptr)
-        if a is None:
-            a = self.next
-            self.next += (nbytes + 4095) // 4096 * 4096 + 4096
-            self.by_ptr[host_ptr] = a
-            if owner is not None:
-                try:
-                    weakref.finalize(owner, self.by_ptr.pop, host_ptr, None)
-                except TypeError:
-                    pass
-        return a
-
-
-ADDRESSES = _AddressSpace()
-
-
-class Buffer:
-    """One argument's memory: ``flat`` is a 1-D view of the whole underlying allocation (storage dtype)."""
-
-    __slots__ = ("flat", "dtype", "base_addr", "n", "name", "elem_bytes", "shadow", "reads", "__weakref__")
-
-    def __init__(self, flat: np.ndarray, dt: dtype, base_addr: int, name: str):
-        self.flat = flat
-        self.dtype = dt
-        self.base_addr = base_addr
-        self.n = flat.shape[0]
-        self.name = name
-        self.elem_bytes = dt.itemsize
-        self.shadow = None      # fp16/bf16: the whole buffer in float32 once it is re-read (saves conversions)
-        self.reads = 0
-
-    def take(self, idx: np.ndarray) -> np.ndarray:
-        """Values at element indices ``idx`` (all in bounds), in the compute dtype."""
-        dt = self.dtype
-        if dt is float16 or dt is bfloat16:
-            if self.shadow is None:
-                self.reads += idx.size
-                if self.reads > self.n + self.n // 2:          # re-read: convert the whole buffer once
-                    self.shadow = to_compute(dt, self.flat)
-                else:
-                    return to_compute(dt, self.flat.take(idx))
-            return self.shadow.take(idx)
-        return self.flat.take(idx)
-
-    def put(self, idx: np.ndarray, raw: np.ndarray):
-        self.flat[idx] = raw
-        if self.shadow is not None:
-            self.shadow[idx] = to_compute(self.dtype, raw)
-
-
-def numpy_root(arr: np.ndarray):
-    """(1-D view of the whole allocation holding ``arr``, element offset of ``arr[0...]``, owner)."""
-    if arr.flags.c_contiguous and not isinstance(arr.base, np.ndarray):
-        return arr.reshape(-1), 0, arr
-    root = arr
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    itemsize = arr.dtype.itemsize
-    if not root.flags.c_contiguous:
-        if arr.flags.c_contiguous:
-            return arr.reshape(-1), 0, arr
-        raise UnsupportedConstruct("a non-contiguous array whose underlying memory is not contiguous")
-    raw = root.reshape(-1).view(np.uint8)
-    byte_off = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    if byte_off % itemsize:
-        if arr.flags.c_contiguous:
-            return arr.reshape(-1), 0, arr
-        raise UnsupportedConstruct("a strided view not aligned to its element size")
-    flat = raw[:raw.shape[0] // itemsize * itemsize].view(arr.dtype)
-    return flat, byte_off // itemsize, root
-
-
-def make_pointer_arg(flat: np.ndarray, offset: int, dt: dtype, name: str, owner=None) -> "tensor":
-    """A pointer kernel argument to element ``offset`` of the 1-D allocation ``flat`` holding ``dt`` values."""
-    base = ADDRESSES.address(flat.__array_interface__["data"][0], flat.nbytes, owner)
-    buf = Buffer(flat, dt, base, name)
-    t = tensor(np.array([offset], np.int64), pointer_type(dt), ())
-    t.buf = buf
-    t.ax = AI.arg_pointer(base + offset * dt.itemsize)
-    return t
-
+from ._buffers import Buffer
+from ._dtypes import (ALL_DTYPES, _dispatch_binop, bfloat16, block_type, constexpr, dtype, dtype_of_numpy, float16,
+                      float32, float64, int1, int8, int16, int32, int64, pointer_type, round_tf32, round_to,
+                      to_compute, to_storage, uint8, uint16, uint32, uint64, unwrap)
+from ._state import State, user_line, user_site
 
 # ---------------------------------------------------------------------------------------------------------
 # execution state
 # ---------------------------------------------------------------------------------------------------------
-
-_CODE_INFO: dict = {}            # code object -> (filename, function name) of transformed kernel code
-
-
-class State:
-    """One lockstep execution of a chunk of programs."""
-
-    def __init__(self, *, pids: np.ndarray, grid, num_warps: int, num_stages: int, kernel_name: str,
-                 rec=None, probe: bool = False, buffers=(), first_program: int = 0):
-        self.P = int(pids.shape[0])
-        self.pids = pids                       # int32 (P, 3)
-        self.grid = tuple(grid)
-        self.num_warps = num_warps
-        self.num_stages = num_stages
-        self.kernel_name = kernel_name
-        self.rec = rec
-        self.probe = probe
-        self.buffers = list(buffers)
-        self.first_program = first_program
-        self.masks: list[np.ndarray] = []
-        self.retired: np.ndarray | None = None
-        self._active: np.ndarray | None = None
-        self.max_numel = 1
-
-    # ---- active programs ---------------------------------------------------------------------------
-    def active(self) -> np.ndarray | None:
-        """bool (P,) of programs executing the current op; None = all of them."""
-        return self._active
-
-    def _update(self):
-        a = self.masks[-1] if self.masks else None
-        if self.retired is not None:
-            a = ~self.retired if a is None else (a & ~self.retired)
-        if a is not None and a.all():
-            a = None
-        self._active = a
-
-    def push(self, mask: np.ndarray | None):
-        base = self._active
-        if mask is None:
-            m = base if base is not None else np.ones(self.P, bool)
-        else:
-            m = mask if base is None else (mask & base)
-        self.masks.append(m)
-        self._update()
-        return m
-
-    def pop(self):
-        self.masks.pop()
-        self._update()
-
-    def any_active(self) -> bool:
-        return self._active is None or bool(self._active.any())
-
-    def retire(self) -> bool:
-        """``return`` under a program-varying condition: the active programs stop.  True if none remain."""
-        a = self._active
-        if a is None:
-            self.retired = np.ones(self.P, bool)
-        else:
-            self.retired = a.copy() if self.retired is None else (self.retired | a)
-        self._update()
-        return bool(self.retired.all())
-
 
 ST: State | None = None
 
@@ -464,39 +35,6 @@ def state() -> State:
     if ST is None:
         raise UnsupportedConstruct("triton.language functions can only be called inside a kernel launch")
     return ST
-
-
-# ---- locating the user's source line ------------------------------------------------------------------
-
-def user_site():
-    """(filename, line, site key) of the innermost kernel-source frame calling into tl.
-
-    The site key identifies a static operation: the chain of (code, instruction offset) of all kernel-source
-    frames, so a helper inlined at two call sites gives two sites (as Triton inlines it twice).
-    """
-    f = sys._getframe(1)
-    first = None
-    key = []
-    while f is not None:
-        info = _CODE_INFO.get(f.f_code)
-        if info is not None:
-            if first is None:
-                first = (info[0], f.f_lineno)
-            key.append((id(f.f_code), f.f_lasti))
-        f = f.f_back
-    if first is None:
-        return "", 0, ()
-    return first[0], first[1], tuple(key)
-
-
-def user_line() -> tuple[str, int]:
-    f = sys._getframe(1)
-    while f is not None:
-        info = _CODE_INFO.get(f.f_code)
-        if info is not None:
-            return info[0], f.f_lineno
-        f = f.f_back
-    return "", 0
 
 
 def fail(cls, msg: str, program=None):
@@ -509,17 +47,14 @@ def fail(cls, msg: str, program=None):
 # the tensor
 # ---------------------------------------------------------------------------------------------------------
 
-class block_type:
-    def __init__(self, element_ty, shape):
-        self.element_ty = element_ty
-        self.shape = list(shape)
-        self.scalar = element_ty
+_METHODS: dict = {}      # tl functions usable as tensor methods: ``language``'s namespace (see register_methods)
 
-    def is_block(self):
-        return True
 
-    def __repr__(self):
-        return f"<{self.shape}, {self.element_ty!r}>"
+def register_methods(namespace: dict):
+    """``language`` hands over its module namespace (the live dict) when it is imported: its functions are the
+    tensor's methods (x.sum(0), x.exp() ...).  (It imports this module, so this module cannot import it.)"""
+    global _METHODS
+    _METHODS = namespace
 
 
 class tensor:
@@ -672,9 +207,8 @@ class tensor:
         return expand_dims(self, axis)
 
     def __getattr__(self, name):
-        # tl functions usable as methods: x.sum(0), x.exp(), x.max(axis=1) ...
-        from . import language as _tl
-        f = _tl.__dict__.get(name)
+        # tl functions usable as methods: x.sum(0), x.exp(), x.max(axis=1) ... (see ``register_methods``)
+        f = _METHODS.get(name)
         if f is None or not callable(f) or name.startswith("_") or isinstance(f, type):
             raise AttributeError(name)
         return lambda *a, **k: f(self, *a, **k)
@@ -980,72 +514,8 @@ def unary_np(x: tensor, f, kind: str, out_dt: dtype | None = None) -> tensor:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# creation, shape ops
+# shape ops: views of a tile
 # ---------------------------------------------------------------------------------------------------------
-
-def _is_pow2(n: int) -> bool:
-    return n > 0 and (n & (n - 1)) == 0
-
-
-def check_shape(shape, what="shape"):
-    shape = tuple(int(unwrap(s)) for s in shape)
-    for s in shape:
-        if not _is_pow2(s):
-            fail(CompileError, f"{what} {list(shape)}: each dimension must be a power of 2 (got {s})")
-    return shape
-
-
-def arange(start, end) -> tensor:
-    start, end = unwrap(start), unwrap(end)
-    if isinstance(start, tensor) or isinstance(end, tensor):
-        fail(CompileError, "arange's arguments must be of type tl.constexpr")
-    start, end = int(start), int(end)
-    if end <= start:
-        fail(CompileError, f"arange's end argument must be greater than the start argument (got {start}, {end})")
-    n = end - start
-    if not _is_pow2(n):
-        fail(CompileError, f"arange's range must be a power of 2 (got arange({start}, {end}) of length {n})")
-    if start < -2 ** 31 or end > 2 ** 31:
-        fail(CompileError, "arange must fit in int32")
-    out = tensor(np.arange(start, end, dtype=np.int32)[None, :], int32, (n,))
-    note_numel((n,))
-    st = ST
-    if st is not None and st.rec is not None:
-        out.ax = AI.make_range(start, end)
-        st.rec.alu(out, (), "arange")
-    return out
-
-
-def full(shape, value, dt: dtype) -> tensor:
-    shape = check_shape(shape if isinstance(unwrap(shape), (list, tuple)) else [shape])
-    value = unwrap(value)
-    dt = unwrap(dt)
-    if isinstance(value, tensor):
-        if value.shape:
-            fail(CompileError, "tl.full's value must be a scalar")
-        sv = cast(value, dt)
-        v = np.broadcast_to(sv.v.reshape((-1,) + (1,) * len(shape)), (sv.v.shape[0],) + shape)
-        out = tensor(v, dt, shape)
-        ax = None
-    else:
-        if dt.is_floating():
-            arr = round_to(dt, np.array([value], np.float32 if dt.np == np.float32 else dt.np))
-        else:
-            arr = np.array([value]).astype(dt.np)
-        v = np.broadcast_to(arr.reshape((1,) + (1,) * len(shape)), (1,) + shape)
-        out = tensor(v, dt, shape)
-        ax = AI.constant(int(value), shape) if dt.is_int() else None
-    note_numel(shape)
-    st = ST
-    if st is not None and st.rec is not None:
-        out.ax = ax
-        st.rec.alu(out, (), "full")
-    return out
-
-
-def zeros(shape, dt) -> tensor:
-    return full(shape, 0, unwrap(dt))
-
 
 def expand_dims(x, axis) -> tensor:
     x = to_tensor(x)
@@ -1214,7 +684,7 @@ def _cast_pointer(x: tensor, dt: pointer_type) -> tensor:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# control-flow helpers used by the rewritten kernel
+# branch conditions (the rewritten kernel's control flow, a tensor's truth value)
 # ---------------------------------------------------------------------------------------------------------
 
 def cond_value(c):
@@ -1244,76 +714,3 @@ def cond_value(c):
     if not sel.any():
         return False
     return v
-
-
-def merge_values(mask: np.ndarray, new, old):
-    """Value of a variable after a masked region: ``new`` for the programs in ``mask``, ``old`` elsewhere."""
-    if new is old:
-        return new
-    new_u, old_u = unwrap(new), unwrap(old)
-    nt, ot = isinstance(new_u, tensor), isinstance(old_u, tensor)
-    if not nt and not ot:
-        try:
-            if new_u == old_u:
-                return new
-        except Exception:
-            return new
-        if not _is_scalar_py(new_u) or not _is_scalar_py(old_u):
-            return new
-    if not nt and not _is_scalar_py(new_u):
-        return new
-    if not ot and not _is_scalar_py(old_u):
-        return new
-    tn = new_u if nt else to_tensor(new_u)
-    to = old_u if ot else to_tensor(old_u)
-    if tn.dtype.is_ptr() != to.dtype.is_ptr():
-        return new
-    if tn.shape != to.shape:
-        if tn.numel == to.numel or not tn.shape or not to.shape:
-            shape = broadcast_shapes(tn.shape, to.shape)
-        else:
-            return new
-    else:
-        shape = tn.shape
-    dt = tn.dtype
-    vn = vshape(tn, shape)
-    vo = vshape(to, shape)
-    if not dt.is_ptr() and to.dtype != dt:
-        vo = vo.astype(dt.np)
-    P = mask.shape[0]
-    m = mask.reshape((P,) + (1,) * len(shape))
-    v = np.where(m, vn, vo)
-    out = tensor(v, dt, shape)
-    out.buf = tn.buf
-    if tn.buf is not None and to.buf is not None and tn.buf is not to.buf:
-        if tn.buf.flat is not to.buf.flat:
-            fail(UnsupportedConstruct, "a pointer variable points into different arguments in different programs")
-    out.ax = AI.join(tn.ax, to.ax) if (tn.ax is not None and to.ax is not None) else None
-    out.lay = tn.lay or to.lay
-    out.src = tn.src
-    out.lsrc = tn.lsrc
-    ds = tn.dsrc
-    if to.dsrc:
-        ds = to.dsrc if not ds else (ds | to.dsrc)
-    out.dsrc = ds
-    return out
-
-
-def program_values(t: tensor) -> np.ndarray:
-    st = ST
-    v = t.v
-    if v.shape[0] == 1 and st.P != 1:
-        v = np.broadcast_to(v, (st.P,) + v.shape[1:])
-    return v
-
-
-def erf_np(x: np.ndarray) -> np.ndarray:
-    """erf: math.erf per element for small arrays, else Abramowitz-Stegun 7.1.26 (|error| < 1.5e-7)."""
-    if x.size <= 4096:
-        return np.vectorize(math.erf, otypes=[x.dtype])(x)
-    s = np.sign(x)
-    a = np.abs(x).astype(np.float64)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t \
-        * np.exp(-a * a)
-    return (s * y).astype(x.dtype)

@@ -25,6 +25,9 @@ from . import _control
 from . import _core as C
 from . import _lower as L
 from . import _rewrite
+from . import language as tl
+from ._buffers import ADDRESSES, Buffer, numpy_root
+from ._state import _CODE_INFO
 
 CHUNK_ELEMENTS = 1 << 21           # target elements of the largest tile over a chunk of programs
 _META_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "launch_cooperative_grid",
@@ -96,9 +99,18 @@ def _real_triton_kind(v):
     return t.__name__
 
 
+# the ``gpusim.triton`` package, which a kernel's ``triton`` is rebound to: the package hands itself over when it is
+# imported (it imports this module, so this module cannot import it)
+_PACKAGE: types.ModuleType | None = None
+
+
+def register_package(package: types.ModuleType):
+    global _PACKAGE
+    _PACKAGE = package
+
+
 def _rebind(v):
-    from . import language as tl
-    from .. import triton as gtriton
+    gtriton = _PACKAGE
     if isinstance(v, types.ModuleType):
         name = v.__name__
         if name == "triton":
@@ -192,6 +204,16 @@ def resolve(kernel) -> Spec:
 # arguments
 # ---------------------------------------------------------------------------------------------------------
 
+def make_pointer_arg(flat: np.ndarray, offset: int, dt: C.dtype, name: str, owner=None) -> C.tensor:
+    """A pointer kernel argument to element ``offset`` of the 1-D allocation ``flat`` holding ``dt`` values."""
+    base = ADDRESSES.address(flat.__array_interface__["data"][0], flat.nbytes, owner)
+    buf = Buffer(flat, dt, base, name)
+    t = C.tensor(np.array([offset], np.int64), C.pointer_type(dt), ())
+    t.buf = buf
+    t.ax = AI.arg_pointer(base + offset * dt.itemsize)
+    return t
+
+
 def _pointer_arg(x, name):
     mod = type(x).__module__ or ""
     if isinstance(x, np.ndarray):
@@ -201,8 +223,8 @@ def _pointer_arg(x, name):
             dt = C.bfloat16
         else:
             dt = C.dtype_of_numpy(arr.dtype)
-        flat, off, owner = C.numpy_root(arr)
-        return C.make_pointer_arg(flat, off, dt, name, owner)
+        flat, off, owner = numpy_root(arr)
+        return make_pointer_arg(flat, off, dt, name, owner)
     if mod.startswith("torch"):
         import torch
         if x.device.type != "cpu":
@@ -215,7 +237,7 @@ def _pointer_arg(x, name):
         base = torch.empty(0, dtype=view_dt).set_(storage, 0, (n,), (1,))
         flat = base.numpy()
         dt = C.bfloat16 if x.dtype == torch.bfloat16 else C.dtype_of_numpy(flat.dtype)
-        return C.make_pointer_arg(flat, int(x.storage_offset()), dt, name, None)
+        return make_pointer_arg(flat, int(x.storage_offset()), dt, name, None)
     raise UnsupportedConstruct(f"argument {name!r} of type {type(x).__name__} cannot be passed to a kernel")
 
 
@@ -342,7 +364,7 @@ def _probe_copies(values: dict):
             key = (b.flat.__array_interface__["data"][0], b.flat.dtype.str, b.flat.shape)
             nb = copies.get(key)
             if nb is None:
-                nb = copies[key] = C.Buffer(b.flat.copy(), b.dtype, b.base_addr, b.name)
+                nb = copies[key] = Buffer(b.flat.copy(), b.dtype, b.base_addr, b.name)
                 buffers.append(nb)
             t = C.tensor(v.v, v.dtype, v.shape, v.ax)
             t.buf = nb
@@ -381,7 +403,7 @@ def _error_location(e):
     tb = e.__traceback__
     loc = ("", 0)
     while tb is not None:
-        info = C._CODE_INFO.get(tb.tb_frame.f_code)
+        info = _CODE_INFO.get(tb.tb_frame.f_code)
         if info is not None:
             loc = (info[0], tb.tb_lineno)
         tb = tb.tb_next

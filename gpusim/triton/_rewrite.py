@@ -15,7 +15,7 @@ import textwrap
 import types
 
 from ..errors import UnsupportedConstruct
-from . import _core as C
+from ._state import _CODE_INFO
 
 _COUNTER = [0]
 
@@ -230,7 +230,7 @@ class _Rewriter(ast.NodeTransformer):
 # ---------------------------------------------------------------------------------------------------------
 
 def _register_codes(code, filename, name):
-    C._CODE_INFO[code] = (filename, name)
+    _CODE_INFO[code] = (filename, name)
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             _register_codes(c, filename, name)

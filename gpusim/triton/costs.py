@@ -37,7 +37,7 @@ PROGRAM_ID = [(BRANCH, 1, "S2R.CTAID")]
 POINTER_ARG = [(BRANCH, 1, "LDC.64")]
 SCALAR_ARG = [(UNIFORM, 1, "ULDC")]
 
-# ---- index arithmetic (per distinct register value of the result, see _lower.distinct_values) ------------------
+# ---- index arithmetic (per distinct register value of the result, see _layouts.distinct_values) ----------------
 #: tl.arange: the thread's coordinate along one dimension of a layout (SHF/LOP3 of SR_TID).
 ARANGE = [(INT, 2, "SHF+LOP3")]
 INT_OP = {

@@ -12,9 +12,14 @@ import types as _types
 from ..errors import CompileError, UnsupportedConstruct
 from . import _control
 from . import _core as _C
-from . import _ops
-from ._core import (bfloat16, block_type, constexpr, dtype, float16, float32, float64, int1, int8, int16, int32,
-                    int64, pointer_type, tensor, uint8, uint16, uint32, uint64)
+from . import _ops_dot
+from . import _ops_math
+from . import _ops_memory
+from . import _ops_reduce
+from . import _ops_tile
+from ._core import tensor
+from ._dtypes import (bfloat16, block_type, constexpr, dtype, float16, float32, float64, int1, int8, int16, int32,
+                      int64, pointer_type, uint8, uint16, uint32, uint64)
 
 float8e5 = float8e4nv = float8e4b15 = float8e4b8 = float8e5b16 = None   # fp8: not supported
 void = None
@@ -27,34 +32,34 @@ class PropagateNan:
 
 
 # ---- programs, creation, shapes --------------------------------------------------------------------------
-program_id = _ops.program_id
-num_programs = _ops.num_programs
-arange = _C.arange
+program_id = _ops_tile.program_id
+num_programs = _ops_tile.num_programs
+arange = _ops_tile.arange
 
 
 def zeros(shape, dtype):
-    return _C.zeros(shape, dtype)
+    return _ops_tile.zeros(shape, dtype)
 
 
 def full(shape, value, dtype):
-    return _C.full(shape, value, dtype)
+    return _ops_tile.full(shape, value, dtype)
 
 
-zeros_like = _ops.zeros_like
+zeros_like = _ops_tile.zeros_like
 reshape = _C.reshape
 view = _C.reshape
 trans = _C.trans
 permute = _C.permute
 broadcast_to = _C.broadcast_to
 expand_dims = _C.expand_dims
-ravel = _ops.ravel
-join = _ops.join
-split = _ops.split
-cat = _ops.cat
-interleave = _ops.interleave
-flip = _ops.flip
-gather = _ops.gather_op
-histogram = _ops.histogram
+ravel = _ops_tile.ravel
+join = _ops_tile.join
+split = _ops_tile.split
+cat = _ops_tile.cat
+interleave = _ops_tile.interleave
+flip = _ops_tile.flip
+gather = _ops_tile.gather_op
+histogram = _ops_tile.histogram
 
 
 def broadcast(input, other):
@@ -68,89 +73,89 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
 
 
 # ---- memory -------------------------------------------------------------------------------------------------
-load = _ops.load
-store = _ops.store
-make_block_ptr = _ops.make_block_ptr
-advance = _ops.advance
+load = _ops_memory.load
+store = _ops_memory.store
+make_block_ptr = _ops_memory.make_block_ptr
+advance = _ops_memory.advance
 
 
 def atomic_add(pointer, val, mask=None, sem=None, scope=None):
-    return _ops.atomic("add", pointer, val, mask, sem, scope)
+    return _ops_memory.atomic("add", pointer, val, mask, sem, scope)
 
 
 def atomic_max(pointer, val, mask=None, sem=None, scope=None):
-    return _ops.atomic("max", pointer, val, mask, sem, scope)
+    return _ops_memory.atomic("max", pointer, val, mask, sem, scope)
 
 
 def atomic_min(pointer, val, mask=None, sem=None, scope=None):
-    return _ops.atomic("min", pointer, val, mask, sem, scope)
+    return _ops_memory.atomic("min", pointer, val, mask, sem, scope)
 
 
 def atomic_and(pointer, val, mask=None, sem=None, scope=None):
-    return _ops.atomic("and", pointer, val, mask, sem, scope)
+    return _ops_memory.atomic("and", pointer, val, mask, sem, scope)
 
 
 def atomic_or(pointer, val, mask=None, sem=None, scope=None):
-    return _ops.atomic("or", pointer, val, mask, sem, scope)
+    return _ops_memory.atomic("or", pointer, val, mask, sem, scope)
 
 
 def atomic_xor(pointer, val, mask=None, sem=None, scope=None):
-    return _ops.atomic("xor", pointer, val, mask, sem, scope)
+    return _ops_memory.atomic("xor", pointer, val, mask, sem, scope)
 
 
 def atomic_xchg(pointer, val, mask=None, sem=None, scope=None):
-    return _ops.atomic("xchg", pointer, val, mask, sem, scope)
+    return _ops_memory.atomic("xchg", pointer, val, mask, sem, scope)
 
 
 def atomic_cas(pointer, cmp, val, sem=None, scope=None):
-    return _ops.atomic("cas", pointer, val, None, sem, scope, cmp=cmp)
+    return _ops_memory.atomic("cas", pointer, val, None, sem, scope, cmp=cmp)
 
 
 # ---- compute --------------------------------------------------------------------------------------------------
-dot = _ops.dot
-where = _ops.where
-maximum = _ops.maximum
-minimum = _ops.minimum
-clamp = _ops.clamp
-exp = _ops.exp
-exp2 = _ops.exp2
-log = _ops.log
-log2 = _ops.log2
-sin = _ops.sin
-cos = _ops.cos
-sqrt = _ops.sqrt
-sqrt_rn = _ops.sqrt_rn
-rsqrt = _ops.rsqrt
-erf = _ops.erf
-floor = _ops.floor
-ceil = _ops.ceil
-abs = _ops.abs_
-fma = _ops.fma
-fdiv = _ops.fdiv
-div_rn = _ops.div_rn
-umulhi = _ops.umulhi
-sigmoid = _ops.sigmoid
-softmax = _ops.softmax
-cdiv = _ops.cdiv
-swizzle2d = _ops.swizzle2d
+dot = _ops_dot.dot
+where = _ops_math.where
+maximum = _ops_math.maximum
+minimum = _ops_math.minimum
+clamp = _ops_math.clamp
+exp = _ops_math.exp
+exp2 = _ops_math.exp2
+log = _ops_math.log
+log2 = _ops_math.log2
+sin = _ops_math.sin
+cos = _ops_math.cos
+sqrt = _ops_math.sqrt
+sqrt_rn = _ops_math.sqrt_rn
+rsqrt = _ops_math.rsqrt
+erf = _ops_math.erf
+floor = _ops_math.floor
+ceil = _ops_math.ceil
+abs = _ops_math.abs_
+fma = _ops_math.fma
+fdiv = _ops_math.fdiv
+div_rn = _ops_math.div_rn
+umulhi = _ops_math.umulhi
+sigmoid = _ops_math.sigmoid
+softmax = _ops_math.softmax
+cdiv = _ops_math.cdiv
+swizzle2d = _ops_math.swizzle2d
 
 # ---- reductions and scans ---------------------------------------------------------------------------------------
-sum = _ops.reduce_sum
-max = _ops.reduce_max
-min = _ops.reduce_min
-argmax = _ops.argmax
-argmin = _ops.argmin
-xor_sum = _ops.xor_sum
-reduce_or = _ops.reduce_or
-reduce = _ops.reduce
-cumsum = _ops.cumsum
-cumprod = _ops.cumprod
+sum = _ops_reduce.reduce_sum
+max = _ops_reduce.reduce_max
+min = _ops_reduce.reduce_min
+argmax = _ops_reduce.argmax
+argmin = _ops_reduce.argmin
+xor_sum = _ops_reduce.xor_sum
+reduce_or = _ops_reduce.reduce_or
+reduce = _ops_reduce.reduce
+cumsum = _ops_reduce.cumsum
+cumprod = _ops_reduce.cumprod
 
 # ---- hints, loops, debugging ------------------------------------------------------------------------------------
-multiple_of = _ops.multiple_of
-max_contiguous = _ops.max_contiguous
-max_constancy = _ops.max_constancy
-debug_barrier = _ops.debug_barrier
+multiple_of = _ops_tile.multiple_of
+max_contiguous = _ops_tile.max_contiguous
+max_constancy = _ops_tile.max_constancy
+debug_barrier = _ops_tile.debug_barrier
 static_range = _control.static_range
 range = _control.tl_range
 
@@ -200,6 +205,7 @@ _libdevice = _types.SimpleNamespace(exp=exp, exp2=exp2, log=log, log2=log2, sin=
 extra = _types.SimpleNamespace(libdevice=_libdevice, cuda=_types.SimpleNamespace(libdevice=_libdevice))
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations",)]
+_C.register_methods(globals())          # tl functions are also tensor methods: x.sum(0), x.exp() ...
 
 
 def __getattr__(name):

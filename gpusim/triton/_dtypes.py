@@ -1,0 +1,295 @@
+"""Triton's type system as gpusim runs it: dtypes, ``constexpr``, and rounding values to their storage type.
+
+Value representation (what Triton computes, to within rounding): fp16/bf16 values are float32 arrays rounded
+to the storage type wherever Triton rounds (``round_to``: arithmetic results of that type, loads, stores,
+``.to``); fp32, fp64 and the integer types use their numpy types (int32 wraps like the GPU); int1 is bool.
+``to_compute`` / ``to_storage`` convert between an argument's memory (storage dtype) and those arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UnsupportedConstruct
+
+
+# ---------------------------------------------------------------------------------------------------------
+# dtypes
+# ---------------------------------------------------------------------------------------------------------
+
+
+class dtype:
+    """A Triton scalar type (``tl.float16`` ...).  ``name`` follows Triton ('fp16', 'int32', 'int1')."""
+
+    KIND_BOOL, KIND_INT, KIND_FLOAT = 0, 1, 2
+
+    def __init__(self, name: str, bits: int, kind: str, np_compute, np_storage, signed: bool = True):
+        self.name = name
+        self.primitive_bitwidth = bits
+        self._kind = kind          # 'b', 'i', 'u', 'f', 'p'
+        self.np = np.dtype(np_compute) if np_compute is not None else None
+        self.np_storage = np.dtype(np_storage) if np_storage is not None else None
+        self.signed = signed
+
+    # Triton's predicates
+    def is_floating(self):
+        return self._kind == "f"
+
+    def is_int(self):
+        return self._kind in ("i", "u", "b")
+
+    def is_int_signed(self):
+        return self._kind == "i"
+
+    def is_int_unsigned(self):
+        return self._kind in ("u", "b")
+
+    def is_bool(self):
+        return self._kind == "b"
+
+    def is_int1(self):
+        return self._kind == "b"
+
+    def is_ptr(self):
+        return False
+
+    def is_fp16(self):
+        return self.name == "fp16"
+
+    def is_bf16(self):
+        return self.name == "bf16"
+
+    def is_fp32(self):
+        return self.name == "fp32"
+
+    def is_fp64(self):
+        return self.name == "fp64"
+
+    def is_block(self):
+        return False
+
+    @property
+    def int_bitwidth(self):
+        return self.primitive_bitwidth
+
+    @property
+    def fp_mantissa_width(self):
+        return {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}.get(self.name, 0)
+
+    @property
+    def scalar(self):
+        return self
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.primitive_bitwidth // 8)
+
+    def kind(self) -> int:
+        return {"b": 0, "i": 1, "u": 1, "f": 2}.get(self._kind, 1)
+
+    def __eq__(self, o):
+        return isinstance(o, dtype) and o.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"triton.language.{_LONG.get(self.name, self.name)}"
+
+    def __call__(self, x):      # tl.float32(1.0) style constants
+        return x
+
+
+class pointer_type(dtype):
+    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
+        super().__init__(f"pointer<{element_ty.name}>", 64, "p", np.int64, None)
+        self.element_ty = element_ty
+
+    def is_ptr(self):
+        return True
+
+    def is_int(self):
+        return False
+
+    def __repr__(self):
+        return f"pointer<{self.element_ty!r}>"
+
+
+int1 = dtype("int1", 1, "b", np.bool_, np.bool_, False)
+int8 = dtype("int8", 8, "i", np.int8, np.int8)
+int16 = dtype("int16", 16, "i", np.int16, np.int16)
+int32 = dtype("int32", 32, "i", np.int32, np.int32)
+int64 = dtype("int64", 64, "i", np.int64, np.int64)
+uint8 = dtype("uint8", 8, "u", np.uint8, np.uint8, False)
+uint16 = dtype("uint16", 16, "u", np.uint16, np.uint16, False)
+uint32 = dtype("uint32", 32, "u", np.uint32, np.uint32, False)
+uint64 = dtype("uint64", 64, "u", np.uint64, np.uint64, False)
+float16 = dtype("fp16", 16, "f", np.float32, np.float16)
+bfloat16 = dtype("bf16", 16, "f", np.float32, np.uint16)
+float32 = dtype("fp32", 32, "f", np.float32, np.float32)
+float64 = dtype("fp64", 64, "f", np.float64, np.float64)
+
+
+_LONG = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+ALL_DTYPES = [int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64]
+_BY_NP = {np.dtype(np.bool_): int1, np.dtype(np.int8): int8, np.dtype(np.int16): int16, np.dtype(np.int32): int32,
+          np.dtype(np.int64): int64, np.dtype(np.uint8): uint8, np.dtype(np.uint16): uint16,
+          np.dtype(np.uint32): uint32, np.dtype(np.uint64): uint64, np.dtype(np.float16): float16,
+          np.dtype(np.float32): float32, np.dtype(np.float64): float64}
+
+
+def dtype_of_numpy(d) -> dtype:
+    d = np.dtype(d)
+    if d not in _BY_NP:
+        raise UnsupportedConstruct(f"arrays of numpy dtype {d} cannot be kernel arguments")
+    return _BY_NP[d]
+
+
+class constexpr:
+    """``tl.constexpr``: a compile-time value (annotation on kernel parameters; wraps values)."""
+
+    def __init__(self, value=None):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self):
+        return f"constexpr[{self.value!r}]"
+
+    def __index__(self):
+        return int(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __eq__(self, o):
+        return self.value == unwrap(o)
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __getattr__(self, name):
+        return getattr(self.value, name)
+
+    def __call__(self, *args, **kw):
+        return self.value(*args, **kw)
+
+    for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift", "and", "or",
+                "xor", "lt", "le", "gt", "ge", "ne"):
+        exec(f"def __{_op}__(self, o): return _dispatch_binop('{_op}', self.value, unwrap(o))")
+        if _op not in ("lt", "le", "gt", "ge", "ne"):
+            exec(f"def __r{_op}__(self, o): return _dispatch_binop('{_op}', unwrap(o), self.value)")
+    del _op
+
+    def __neg__(self):
+        return -self.value
+
+    def __invert__(self):
+        return ~self.value
+
+
+def _dispatch_binop(op, a, b):
+    import operator
+    f = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+         "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "lshift": operator.lshift,
+         "rshift": operator.rshift, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+         "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "ne": operator.ne}[op]
+    return f(a, b)
+
+
+def unwrap(x):
+    return x.value if isinstance(x, constexpr) else x
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the tensor
+# ---------------------------------------------------------------------------------------------------------
+
+class block_type:
+    def __init__(self, element_ty, shape):
+        self.element_ty = element_ty
+        self.shape = list(shape)
+        self.scalar = element_ty
+
+    def is_block(self):
+        return True
+
+    def __repr__(self):
+        return f"<{self.shape}, {self.element_ty!r}>"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# rounding helpers
+# ---------------------------------------------------------------------------------------------------------
+
+def round_bf16(x: np.ndarray) -> np.ndarray:
+    """Round float32 values to bfloat16 (round to nearest even on the bit pattern), kept as float32."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    u = x.view(np.uint32)
+    r = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000))
+    nan = np.isnan(x)
+    if nan.any():
+        r = np.where(nan, np.uint32(0x7FC00000), r)
+    return r.view(np.float32)
+
+
+def bf16_bits(x: np.ndarray) -> np.ndarray:
+    return (round_bf16(x).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+
+
+def bf16_from_bits(b: np.ndarray) -> np.ndarray:
+    return (np.asarray(b).astype(np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """cvt.rna.tf32.f32: keep 10 mantissa bits, round to nearest, ties away from zero."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    u = x.view(np.uint32)
+    r = (u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+    special = (u & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    if special.any():
+        r = np.where(special, u, r)
+    return r.view(np.float32)
+
+
+def round_f16(v: np.ndarray) -> np.ndarray:
+    """Round float32 values to the nearest fp16 value (ties to even), kept as float32.
+
+    Bit arithmetic on the float32 pattern for the fp16 normal range (3x faster than a numpy round trip through
+    float16); zeros, fp16 subnormals, overflow, inf and NaN take numpy's conversion."""
+    v = np.ascontiguousarray(v, np.float32)
+    u = v.view(np.uint32)
+    r = (u + (np.uint32(0xFFF) + ((u >> np.uint32(13)) & np.uint32(1)))) & np.uint32(0xFFFFE000)
+    a = u & np.uint32(0x7FFFFFFF)
+    special = (a < np.uint32(0x38800000)) | (a >= np.uint32(0x477FF000))
+    if special.any():
+        r[special] = v[special].astype(np.float16).astype(np.float32).view(np.uint32)
+    return r.view(np.float32)
+
+
+def round_to(dt: dtype, v: np.ndarray) -> np.ndarray:
+    if dt is float16:
+        return round_f16(v)
+    if dt is bfloat16:
+        return round_bf16(v)
+    return v
+
+
+def to_compute(dt: dtype, raw: np.ndarray) -> np.ndarray:
+    """Storage array -> compute array."""
+    if dt is bfloat16:
+        return bf16_from_bits(raw.view(np.uint16) if raw.dtype.itemsize == 2 else raw)
+    if dt is float16:
+        return raw.astype(np.float32)
+    return raw
+
+
+def to_storage(dt: dtype, v: np.ndarray) -> np.ndarray:
+    if dt is bfloat16:
+        return bf16_bits(v)
+    if dt is float16:
+        return np.asarray(v, np.float32).astype(np.float16)
+    return np.asarray(v).astype(dt.np_storage, copy=False)

@@ -1,0 +1,100 @@
+"""Runtime loops: their bookkeeping, and Triton's software pipeliner (``tritongpu-pipeline``).
+
+A loop over ``range`` / ``tl.range`` costs its counter and branch per iteration.  When it holds cp.async copies
+(loads that reach a dot, see ``_lower_memory``) and ``num_stages >= 2``, ``loop_end`` reorders its ops the way
+the pipeliner schedules them: the copies for iteration i + num_stages - 1 are issued at the start of
+iteration i, those for iterations 0 .. num_stages - 2 form the prologue, and the last iterations issue
+copies past the end predicated off.
+"""
+from __future__ import annotations
+
+import math
+
+from ..trace import OpKind, Pipe
+from . import _core as C
+from . import costs as K
+from ._lower_base import RecOp
+
+
+class _Loop:
+    __slots__ = ("start", "iters", "stages", "kind", "has_copies", "depth", "key", "wait_it")
+
+    def __init__(self, start, stages, kind, depth, key=None):
+        self.start, self.iters, self.stages, self.kind = start, [], stages, kind
+        self.key = key
+        self.has_copies = False
+        self.depth = depth
+        self.wait_it = -1
+
+
+class LoopLowering:
+    """``Recorder``'s loop hooks (called by ``_control``'s ``For`` / ``While``) and the pipeliner's
+    reordering."""
+
+    def loop_begin(self, num_stages, kind="for"):
+        st = num_stages if num_stages is not None else self.S
+        self.loops.append(_Loop(len(self.ops), int(st), kind, len(self.loops), C.user_site()[2]))
+
+    def loop_iter(self):
+        if self.loops:
+            lp = self.loops[-1]
+            lp.iters.append(len(self.ops))
+            line = C.user_line()[1]
+            self._cost(K.LOOP_ITER, 1, (), line=line)
+            if self.facts.sites.get(lp.key, {}).get("pipelined"):
+                # the ring's barrier before this iteration's copies overwrite a slot, and its bookkeeping
+                self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, (), label="BAR.SYNC", line=line)
+                self._cost(K.PIPE_ITER, 1, (), line=line)
+
+    def loop_end(self):
+        lp = self.loops.pop()
+        if lp.has_copies and lp.stages >= 2:
+            self._reorder(lp)
+
+    def _reorder(self, lp: _Loop):
+        seg = self.ops[lp.start:]
+        starts = [s - lp.start for s in lp.iters]
+        if not starts:
+            return
+        n = len(starts)
+        bounds = starts + [len(seg)]
+        pre = seg[:starts[0]]
+        copies, rest = [], []
+        for i in range(n):
+            part = seg[bounds[i]:bounds[i + 1]]
+            copies.append([o for o in part if o.loop is lp])
+            rest.append([o for o in part if o.loop is not lp])
+        D = lp.stages - 1
+        # the software pipeline issues D more copy groups than there are iterations: the prologue's and the
+        # last iterations' copies for iterations past the end run predicated off (LDGSTS with a false guard,
+        # their masks and addresses still computed): tl_matmul_1408_128x128x64 runs 16 LDGSTS outside its
+        # loop and 8 in each of its 22 iterations; attn_naive's one-iteration bmm_kernel runs 24
+        template = copies[n - 1]
+        phantoms = [[p for o in template for p in self._phantom(o)] for _ in range(D)]
+        new = list(pre)
+        for i in range(min(D, n)):
+            new.extend(copies[i])
+        for i in range(n):
+            if i + D < n:
+                new.extend(copies[i + D])
+            else:
+                new.extend(phantoms.pop())
+            new.extend(rest[i])
+        for ph in phantoms:
+            new[len(pre):len(pre)] = ph
+        self.ops[lp.start:] = new
+
+    @staticmethod
+    def _phantom(o: RecOp) -> list:
+        """A copy (or its bookkeeping) for an iteration past the loop's end: issued predicated off, its pointers
+        still advanced."""
+        out = [RecOp(OpKind.ALU, o.pipe, o.n_inst, o.line, [], None, 0, "",
+                     o.label + " (off)" if o.kind == OpKind.ASYNC_COPY else o.label, o.active)]
+        if o.kind == OpKind.ASYNC_COPY and o.flops < 0:
+            for pipe, n, lab in K.ADDR_ADVANCE:
+                out.append(RecOp(OpKind.ALU, pipe, int(math.ceil(n * -o.flops)), o.line, [], None, 0, "", lab,
+                                 o.active))
+        return out
+
+    def in_runtime_loop(self):
+        return self.loops[-1] if self.loops else None

@@ -1,0 +1,113 @@
+"""The execution of one chunk of programs, and where in the kernel's source an op comes from.
+
+``State``: the programs' ids, the stack of active-program masks that program-varying control flow pushes
+(masked lockstep), the programs that returned, and the recorder that lowers each op into the trace (None for
+purely functional runs).  The one being executed is ``_core.ST``.  ``user_site`` / ``user_line``: the kernel
+source line (and static-op key) of the innermost kernel frame, for error messages and the trace's lines.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+
+# ---------------------------------------------------------------------------------------------------------
+# execution state
+# ---------------------------------------------------------------------------------------------------------
+
+_CODE_INFO: dict = {}            # code object -> (filename, function name) of transformed kernel code
+
+
+class State:
+    """One lockstep execution of a chunk of programs."""
+
+    def __init__(self, *, pids: np.ndarray, grid, num_warps: int, num_stages: int, kernel_name: str,
+                 rec=None, probe: bool = False, buffers=(), first_program: int = 0):
+        self.P = int(pids.shape[0])
+        self.pids = pids                       # int32 (P, 3)
+        self.grid = tuple(grid)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.kernel_name = kernel_name
+        self.rec = rec
+        self.probe = probe
+        self.buffers = list(buffers)
+        self.first_program = first_program
+        self.masks: list[np.ndarray] = []
+        self.retired: np.ndarray | None = None
+        self._active: np.ndarray | None = None
+        self.max_numel = 1
+
+    # ---- active programs ---------------------------------------------------------------------------
+    def active(self) -> np.ndarray | None:
+        """bool (P,) of programs executing the current op; None = all of them."""
+        return self._active
+
+    def _update(self):
+        a = self.masks[-1] if self.masks else None
+        if self.retired is not None:
+            a = ~self.retired if a is None else (a & ~self.retired)
+        if a is not None and a.all():
+            a = None
+        self._active = a
+
+    def push(self, mask: np.ndarray | None):
+        base = self._active
+        if mask is None:
+            m = base if base is not None else np.ones(self.P, bool)
+        else:
+            m = mask if base is None else (mask & base)
+        self.masks.append(m)
+        self._update()
+        return m
+
+    def pop(self):
+        self.masks.pop()
+        self._update()
+
+    def any_active(self) -> bool:
+        return self._active is None or bool(self._active.any())
+
+    def retire(self) -> bool:
+        """``return`` under a program-varying condition: the active programs stop.  True if none remain."""
+        a = self._active
+        if a is None:
+            self.retired = np.ones(self.P, bool)
+        else:
+            self.retired = a.copy() if self.retired is None else (self.retired | a)
+        self._update()
+        return bool(self.retired.all())
+
+
+# ---- locating the user's source line ------------------------------------------------------------------
+
+def user_site():
+    """(filename, line, site key) of the innermost kernel-source frame calling into tl.
+
+    The site key identifies a static operation: the chain of (code, instruction offset) of all kernel-source
+    frames, so a helper inlined at two call sites gives two sites (as Triton inlines it twice).
+    """
+    f = sys._getframe(1)
+    first = None
+    key = []
+    while f is not None:
+        info = _CODE_INFO.get(f.f_code)
+        if info is not None:
+            if first is None:
+                first = (info[0], f.f_lineno)
+            key.append((id(f.f_code), f.f_lasti))
+        f = f.f_back
+    if first is None:
+        return "", 0, ()
+    return first[0], first[1], tuple(key)
+
+
+def user_line() -> tuple[str, int]:
+    f = sys._getframe(1)
+    while f is not None:
+        info = _CODE_INFO.get(f.f_code)
+        if info is not None:
+            return info[0], f.f_lineno
+        f = f.f_back
+    return "", 0
