@@ -30,7 +30,16 @@ from ._dtypes import constexpr
 from ._launch import execute, resolve, run_launch, trace_launch
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
-           "trace_launch", "run_launch", "constexpr"]
+           "trace_launch", "run_launch", "constexpr", "set_allocator"]
+
+
+def set_allocator(allocator):
+    """``triton.set_allocator``: accepted; the global scratch of device-side tensor descriptors is simulated."""
+    global _allocator
+    _allocator = allocator
+
+
+_allocator = None
 
 
 def cdiv(x, y):
@@ -113,10 +122,11 @@ class Autotuner:
 
     _gpusim_frontend = "triton"
 
-    def __init__(self, fn, configs, key=None, **_):
+    def __init__(self, fn, configs, key=None, prune_configs_by=None, **_):
         self.fn = fn
         self.configs = list(configs)
         self.key = key
+        self.early_config_prune = (prune_configs_by or {}).get("early_config_prune")
         self.arg_names = getattr(fn, "arg_names", [])
 
     def __getitem__(self, grid):
@@ -131,7 +141,7 @@ class Autotuner:
 
 def autotune(configs, key=None, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
              post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False):
-    return lambda fn: Autotuner(fn, configs, key)
+    return lambda fn: Autotuner(fn, configs, key, prune_configs_by=prune_configs_by)
 
 
 class Heuristics:

@@ -24,6 +24,7 @@ from . import _axisinfo as AI
 from . import _control
 from . import _core as C
 from . import _lower as L
+from . import _ops_descriptor as D
 from . import _rewrite
 from . import language as tl
 from ._buffers import ADDRESSES, Buffer, numpy_root
@@ -51,10 +52,11 @@ def _is_constexpr_annotation(ann) -> bool:
 class Spec:
     """What a launch needs to know about a kernel function (from any front end)."""
 
-    def __init__(self, fn, heuristics=None, config=None):
+    def __init__(self, fn, heuristics=None, config=None, autotuner=None):
         self.fn = fn
         self.heuristics = heuristics or []       # list of {name: fn(args_dict)}
         self.config = config                     # (kwargs, num_warps, num_stages) of the chosen autotune config
+        self.autotuner = autotuner               # the autotuner (its configs, early_config_prune, pre_hooks)
         self.sig = inspect.signature(fn)
         self.params = list(self.sig.parameters.values())
         self.constexprs = {p.name for p in self.params if _is_constexpr_annotation(p.annotation)}
@@ -176,6 +178,7 @@ def resolve(kernel) -> Spec:
     Heuristics wrapper, or a plain Python function written in Triton style."""
     heur = []
     config = None
+    tuner = None
     k = kernel
     for _ in range(8):
         kind = type(k).__name__
@@ -185,6 +188,7 @@ def resolve(kernel) -> Spec:
                 c0 = cfgs[0]
                 config = (dict(getattr(c0, "kwargs", {}) or {}), getattr(c0, "num_warps", None),
                           getattr(c0, "num_stages", None))
+                tuner = k
             k = k.fn
             continue
         if hasattr(k, "values") and hasattr(k, "fn") and kind == "Heuristics":
@@ -192,7 +196,7 @@ def resolve(kernel) -> Spec:
             k = k.fn
             continue
         if isinstance(k, types.FunctionType):
-            return Spec(k, heur, config)
+            return Spec(k, heur, config, tuner)
         if hasattr(k, "fn"):
             k = k.fn
             continue
@@ -262,9 +266,14 @@ def _scalar_arg(x, name):
 def bind(spec: Spec, args, kwargs):
     """(values by parameter name as Python objects, constexpr values, num_warps, num_stages)."""
     kwargs = dict(kwargs)
+    chosen = _choose_config(spec, args, kwargs) if spec.autotuner is not None else None
     meta = {k: kwargs.pop(k) for k in list(kwargs) if k in _META_KEYS}
-    if spec.config is not None:
-        ckw, cw, cs = spec.config
+    config = spec.config
+    if chosen is not None:
+        config = (dict(getattr(chosen, "kwargs", {}) or {}), getattr(chosen, "num_warps", None),
+                  getattr(chosen, "num_stages", None))
+    if config is not None:
+        ckw, cw, cs = config
         for k2, v2 in ckw.items():
             kwargs.setdefault(k2, v2)
         if cw is not None:
@@ -293,9 +302,32 @@ def bind(spec: Spec, args, kwargs):
                                    kernel=spec.name)
     num_warps = int(meta.get("num_warps", 4) or 4)
     num_stages = int(meta.get("num_stages", 3) or 3)
+    hook = getattr(chosen, "pre_hook", None)
+    if hook is not None:
+        # the config's pre_hook sees every argument by name and the config's values (Triton's ``full_nargs``);
+        # it may change arguments in place (a host TensorDescriptor's block_shape)
+        hook({**vals, "num_warps": num_warps, "num_stages": num_stages})
     if num_warps <= 0 or num_warps & (num_warps - 1):
         raise LaunchError(f"num_warps must be a power of 2 (got {num_warps})")
     return vals, num_warps, num_stages
+
+
+def _choose_config(spec: Spec, args, kwargs):
+    """The autotune config gpusim runs: the first one left after the autotuner's ``early_config_prune`` (gpusim
+    does not benchmark)."""
+    tuner = spec.autotuner
+    cfgs = list(getattr(tuner, "configs", []) or [])
+    if not cfgs:
+        return None
+    prune = getattr(tuner, "early_config_prune", None)
+    if prune is not None and len(cfgs) > 1:
+        nargs = dict(zip([p.name for p in spec.params], args))
+        try:
+            cfgs = list(prune(cfgs, nargs, **kwargs)) or cfgs
+        except Exception as e:          # a prune function that needs what gpusim does not have: keep them all
+            cfgs = list(cfgs)
+            _ = e
+    return cfgs[0]
 
 
 def _grid_of(grid, vals, num_warps, num_stages):
@@ -330,9 +362,34 @@ def _kernel_values(spec: Spec, vals: dict):
             t = _pointer_arg(v, p.name)
             buffers.append(t.buf)
             out[p.name] = t
+        elif _is_host_descriptor(v):
+            d = _descriptor_arg(v, p.name)
+            buffers.append(d.base.buf)
+            out[p.name] = d
         else:
             out[p.name] = _scalar_arg(v, p.name)
     return out, buffers
+
+
+def _is_host_descriptor(v) -> bool:
+    """A ``TensorDescriptor`` of ``gpusim.triton.tools`` or of ``triton.tools`` (by its fields)."""
+    return type(v).__name__ == "TensorDescriptor" and all(hasattr(v, a) for a in ("base", "shape", "strides",
+                                                                                  "block_shape"))
+
+
+def _descriptor_arg(v, name) -> D.tensor_descriptor:
+    """A host TensorDescriptor argument: its base as a pointer argument, shape and strides as scalar arguments
+    (Triton passes them next to the 128-byte CUtensorMap), its block shape part of the kernel's type."""
+    base = _pointer_arg(v.base, name)
+    shape = [_scalar_arg(int(s), name) for s in v.shape]
+    strides = [_scalar_arg(int(s), name) for s in v.strides]
+    if int(v.strides[-1]) != 1:
+        raise LaunchError(f"argument {name!r}: a TensorDescriptor's last dimension must be contiguous (stride 1)")
+    return D.tensor_descriptor(base, shape, strides, list(v.block_shape), getattr(v, "padding", "zero"), host=True)
+
+
+def _with_base(d: D.tensor_descriptor, base: C.tensor) -> D.tensor_descriptor:
+    return D.tensor_descriptor(base, d.shape, d.strides, d.block_shape, d.padding, host=d.host)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -347,6 +404,8 @@ def _fresh(values: dict) -> dict:
             t = C.tensor(v.v, v.dtype, v.shape, v.ax)
             t.buf = v.buf
             v = t
+        elif isinstance(v, D.tensor_descriptor):
+            v = _with_base(v, _fresh({"b": v.base})["b"])
         out[k] = v
     return out
 
@@ -358,17 +417,23 @@ def _probe_copies(values: dict):
     copies: dict = {}
     out = {}
     buffers = []
+
+    def private(v):
+        b = v.buf
+        key = (b.flat.__array_interface__["data"][0], b.flat.dtype.str, b.flat.shape)
+        nb = copies.get(key)
+        if nb is None:
+            nb = copies[key] = Buffer(b.flat.copy(), b.dtype, b.base_addr, b.name)
+            buffers.append(nb)
+        t = C.tensor(v.v, v.dtype, v.shape, v.ax)
+        t.buf = nb
+        return t
+
     for k, v in values.items():
-        if isinstance(v, C.tensor) and v.buf is not None:
-            b = v.buf
-            key = (b.flat.__array_interface__["data"][0], b.flat.dtype.str, b.flat.shape)
-            nb = copies.get(key)
-            if nb is None:
-                nb = copies[key] = Buffer(b.flat.copy(), b.dtype, b.base_addr, b.name)
-                buffers.append(nb)
-            t = C.tensor(v.v, v.dtype, v.shape, v.ax)
-            t.buf = nb
-            v = t
+        if isinstance(v, D.tensor_descriptor):
+            v = _with_base(v, private(v.base))
+        elif isinstance(v, C.tensor) and v.buf is not None:
+            v = private(v)
         out[k] = v
     return out, buffers
 

@@ -64,6 +64,7 @@ from ._lower_elementwise import ElementwiseLowering, affine
 from ._lower_loops import LoopLowering, _Loop
 from ._lower_memory import MemoryLowering
 from ._lower_reduce import ReduceLowering
+from ._lower_tma import TmaLowering
 from ._resources import Region, Stats, register_estimate, shared_estimate
 from ._tables import merge_tables
 
@@ -72,7 +73,8 @@ __all__ = ["Recorder", "Facts", "Stats", "Region", "RecOp", "Layout", "WARP", "a
            "register_estimate", "shared_estimate", "merge_tables"]
 
 
-class Recorder(MemoryLowering, DotLowering, ReduceLowering, ElementwiseLowering, LoopLowering, LoweringBase):
+class Recorder(MemoryLowering, TmaLowering, DotLowering, ReduceLowering, ElementwiseLowering, LoopLowering,
+               LoweringBase):
     """Lowers the tile ops of one chunk of programs into the op list of one OpTable."""
 
     def __init__(self, gpu, num_warps: int, num_stages: int, P: int, facts: Facts, stats: Stats, probe=False,

@@ -27,7 +27,7 @@ from ._resources import Region
 
 class RecOp:
     __slots__ = ("kind", "pipe", "n_inst", "line", "deps", "mem", "flops", "mma_dtype", "label", "active", "loop",
-                 "it")
+                 "it", "lanes")
 
     def __init__(self, kind, pipe, n_inst, line, deps, mem=None, flops=0, mma_dtype="", label="", active=None):
         self.kind, self.pipe, self.n_inst, self.line = kind, pipe, n_inst, line
@@ -35,6 +35,7 @@ class RecOp:
         self.mem, self.flops, self.mma_dtype, self.label, self.active = mem, flops, mma_dtype, label, active
         self.loop = None
         self.it = -1
+        self.lanes = None        # active lanes of each warp of a CTA (an op only some warps issue), or None: all
 
 
 class Facts:
@@ -258,7 +259,7 @@ class LoweringBase:
             deps = tuple(sorted({index[id(d)] for d in o.deps if id(d) in index and index[id(d)] < i}))
             ops.append(Op(kind=o.kind, pipe=o.pipe, n_inst=int(o.n_inst), line=int(o.line), deps=deps, mem=o.mem,
                           flops=max(0, int(o.flops)), mma_dtype=o.mma_dtype, label=o.label))
-            if o.active is not None:
+            if o.active is not None or o.lanes is not None:
                 any_masked = True
         active = None
         if any_masked:
@@ -266,4 +267,6 @@ class LoweringBase:
             for i, o in enumerate(self.ops):
                 if o.active is not None:
                     active[i] = np.repeat(o.active, self.W).astype(np.uint8) * WARP
+                if o.lanes is not None:
+                    active[i] = np.minimum(active[i], np.tile(np.asarray(o.lanes, np.uint8), self.P))
         return OpTable(first_cta=first_cta, n_ctas=self.P, warps_per_cta=self.W, ops=ops, active=active)

@@ -17,7 +17,7 @@ from ._lower_base import RecOp
 
 
 class _Loop:
-    __slots__ = ("start", "iters", "stages", "kind", "has_copies", "depth", "key", "wait_it")
+    __slots__ = ("start", "iters", "stages", "kind", "has_copies", "depth", "key", "wait_it", "tma_it", "tma_wait")
 
     def __init__(self, start, stages, kind, depth, key=None):
         self.start, self.iters, self.stages, self.kind = start, [], stages, kind
@@ -25,6 +25,8 @@ class _Loop:
         self.has_copies = False
         self.depth = depth
         self.wait_it = -1
+        self.tma_it = -1          # the iteration whose TMA loads share the mbarrier wait ``tma_wait``
+        self.tma_wait = None
 
 
 class LoopLowering:

@@ -176,3 +176,23 @@ REG_PER_EXTRA_LIBDEVICE_FN = 32
 #: exactly (which decides its occupancy: 5 CTAs per SM, not 4).  The 128x128x64 variant keeps more of its 64
 #: addresses (ptxas: 254, estimate 176): see DEVIATIONS.md.
 REG_NARROW_ADDRESS = 1.0
+
+
+# ---- Hopper TMA (tensor descriptors), read off Triton 3.6's sm_90a SASS of descriptor loads/stores --------------
+#: tl.make_tensor_descriptor in the kernel: warp 0 fills the 128-byte CUtensorMap in shared memory field by field
+#: (LDS/LOP3/STS read-modify-writes under BSSY/BRA guards), copies it to the global scratch from
+#: triton.set_allocator (ATOMG.E.EXCH, 32 lanes x 4 B), and fences the tensormap proxy (UTMACCTL.IV, DEPBAR);
+#: about 100 instructions of warp 0, then a barrier for all warps.
+TMA_MAKE_DESC = [(INT, 30, "LOP3+IMAD+SHF"), (LSU, 26, "LDS+STS (descriptor fields)"),
+                 (BRANCH, 24, "BSSY+BRA+BSYNC"), (LSU, 1, "ATOMG.E.EXCH (to global scratch)"),
+                 (UNIFORM, 6, "UTMACCTL.IV+UTMACMDFLUSH+DEPBAR")]
+#: per descriptor load, in every warp: electing the issuing thread (ELECT, VOTEU), the box coordinates and the
+#: shared slot in uniform registers, the barrier ptxas puts before each UTMALDG, the expect-tx arrive on the
+#: stage's mbarrier (SYNCS.ARRIVE.TRANS64).  The UTMALDG itself is one instruction of one thread (the ASYNC_COPY).
+TMA_ISSUE = [(UNIFORM, 4, "ELECT+VOTEU+UMOV"), (BRANCH, 1, "BAR.SYNC"), (INT, 1, "SYNCS.ARRIVE.TRANS64")]
+#: per descriptor store: the box coordinates in uniform registers and the elected thread (then one UTMASTG), and
+#: the wait until the bulk copy has read the staging buffer before it is reused (UTMACMDFLUSH, DEPBAR.LE SB0).
+TMA_STORE_ISSUE = [(UNIFORM, 3, "ELECT+UMOV")]
+TMA_STORE_DRAIN = [(UNIFORM, 1, "UTMACMDFLUSH"), (BRANCH, 1, "DEPBAR.LE SB0")]
+#: bytes of one mbarrier in shared memory (one per buffered stage of TMA loads)
+MBARRIER_BYTES = 8

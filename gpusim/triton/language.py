@@ -12,6 +12,7 @@ import types as _types
 from ..errors import CompileError, UnsupportedConstruct
 from . import _control
 from . import _core as _C
+from . import _ops_descriptor
 from . import _ops_dot
 from . import _ops_math
 from . import _ops_memory
@@ -77,6 +78,11 @@ load = _ops_memory.load
 store = _ops_memory.store
 make_block_ptr = _ops_memory.make_block_ptr
 advance = _ops_memory.advance
+make_tensor_descriptor = _ops_descriptor.make_tensor_descriptor
+load_tensor_descriptor = _ops_descriptor.load_tensor_descriptor
+store_tensor_descriptor = _ops_descriptor.store_tensor_descriptor
+tensor_descriptor = _ops_descriptor.tensor_descriptor
+tensor_descriptor_base = _ops_descriptor.tensor_descriptor_base
 
 
 def atomic_add(pointer, val, mask=None, sem=None, scope=None):

@@ -1,0 +1,1 @@
+"""``gpusim.triton.tools``: host-side helpers of ``triton.tools`` (``tensor_descriptor``)."""
