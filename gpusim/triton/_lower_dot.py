@@ -180,6 +180,10 @@ class DotLowering:
             src = x.src
             if src is not None and src.kind == OpKind.ASYNC_WAIT:
                 deps.append(src)
+                f = self.facts.sites.get(x.lsrc) if x.lsrc is not None else None
+                if f and f.get("tma_bytes") and f.get("tma_region") != (self.loops[-1].key if self.loops else None):
+                    # a TMA box loaded before this loop (FlashAttention's Q) stays in shared memory while it runs
+                    self._region().staging[("tma", x.lsrc)] = f["tma_bytes"]
             else:
                 stage.append(x)
         if stage:

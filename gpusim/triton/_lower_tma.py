@@ -119,6 +119,9 @@ class TmaLowering:
             self.stats.mem_sites[key] = {"op": "descriptor_load", "tma": True, "box": list(shape),
                                          "bytes": tile_bytes, "pipelined": pipelined}
         bufs = lp.stages if pipelined else 1
+        if not pipelined:
+            f["tma_bytes"] = tile_bytes + K.MBARRIER_BYTES
+            f["tma_region"] = lp.key if lp is not None else None
         r = self._region()
         r.pipe[site] = bufs * tile_bytes
         r.pipe[(lp.key if pipelined else site, "mbarrier")] = bufs * K.MBARRIER_BYTES
