@@ -205,6 +205,10 @@ def test_tutorial09_persistent_matmul():
         assert np.abs(out.astype(np.float32) - v.astype(np.float32)).max() <= 1.0
     for k, v in L["indirect_reference"]().items():
         assert np.abs(L["indirect_outputs"][k].astype(np.float32) - v.astype(np.float32)).max() <= 1.0
+    by_name = {r.trace.name: r for r in reps}
+    # Triton 3.6's metadata.shared for matmul_kernel_descriptor_persistent (128x128x64, 2 stages, subtiled
+    # epilogue): 2 x (16 KB + 16 KB) boxes + the 16 KB store staging + 2 mbarriers
+    assert by_name["matmul_kernel_descriptor_persistent"].trace.shared_bytes_per_cta == 81936
     tma = [r for r in reps if "tma" in r.trace.name or "descriptor" in r.trace.name]
     assert tma and all(any(op.kind == OpKind.ASYNC_COPY and op.label.startswith("UTMALDG")
                            for _, _, op in r.trace.iter_ops()) for r in tma)

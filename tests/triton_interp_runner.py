@@ -49,6 +49,10 @@ def run_case(path, kwargs):
             if id(a) not in tensors:
                 tensors[id(a)] = torch.from_numpy(a)
             return tensors[id(a)]
+        if type(a).__name__ == "TensorDescriptor" and isinstance(getattr(a, "base", None), np.ndarray):
+            # a host descriptor over a numpy array: the same descriptor over the torch tensor sharing its memory
+            # (gpusim's TensorDescriptor is also Triton's once Triton is imported)
+            return type(a)(conv(a.base), a.shape, a.strides, a.block_shape, getattr(a, "padding", "zero"))
         return a
     t0 = time.perf_counter()
     for st in steps:

@@ -6,7 +6,7 @@ the H100's Nsight Compute counts); the lowering decides how many units an op has
 composition of one module per compiler pass / room of the chip: ``_layouts`` (encodings, element maps),
 ``_coalescing`` (the LSU's coalescer over a chunk of programs), ``_lower_base`` (recorded ops, emission,
 backward layout propagation), ``_lower_elementwise`` (arith and index arithmetic), ``_lower_memory`` (loads and
-stores: layout, vector width, addresses, cp.async), ``_lower_dot`` (wgmma / mma.sync / FMA), ``_lower_reduce``
+stores: layout, vector width, addresses, cp.async), ``_lower_dot`` (wgmma / mma.sync / FMA), ``_lower_tma`` (tensor descriptors: TMA bulk copies), ``_lower_reduce``
 (reductions, scans), ``_lower_loops`` (loops, software pipelining), ``_resources`` (registers and shared
 memory), ``_tables`` (joining the chunk tables).  In short:
 
@@ -40,6 +40,11 @@ memory), ``_tables`` (joining the chunk tables).  In short:
   (ASYNC_COPY) into a ring of ``num_stages`` shared buffers; the copy for iteration i + num_stages - 1 is
   issued at the start of iteration i (copies for iterations 0 .. num_stages - 2 form the prologue), and an
   ASYNC_WAIT at the load's place waits for its own iteration's copy.
+* Tensor descriptors (``_lower_tma``): a ``desc.load`` is a Hopper TMA bulk copy -- one ASYNC_COPY of one
+  instruction issued by one thread of warp 0 (UTMALDG) whose requests are the box's in-bounds 128 B lines, an
+  mbarrier wait (ASYNC_WAIT + the CTA barrier every warp waits at), then wgmma reads the box from shared memory
+  or an ld.shared brings it to registers; in a runtime loop it is multi-buffered like a cp.async.  A
+  ``desc.store`` stages the tile in shared memory (STSM) and one thread copies it out (UTMASTG).
 * Reductions: in-thread combines, ``log2(lanes)`` shuffle+combine steps, and across warps Triton's round trip
   through shared memory (partials stored, barrier, read back and shuffled, result stored, barrier, read).
   Register tiles in the MMA layout reach a blocked store through shared memory (STS, barrier, LDS/LDSM).

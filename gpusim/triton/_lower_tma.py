@@ -119,6 +119,10 @@ class TmaLowering:
             self.stats.mem_sites[key] = {"op": "descriptor_load", "tma": True, "box": list(shape),
                                          "bytes": tile_bytes, "pipelined": pipelined}
         bufs = lp.stages if pipelined else 1
+        for outer in self.loops[:-1]:
+            b = self.facts.sites.get(outer.key, {}).get("tma_store_bytes")
+            if b:
+                self._region().staging[("tma_store", outer.key)] = b
         if not pipelined:
             f["tma_bytes"] = tile_bytes + K.MBARRIER_BYTES
             f["tma_region"] = lp.key if lp is not None else None
@@ -157,7 +161,15 @@ class TmaLowering:
         # the staging buffer is reused: wait until the bulk copy has read it, then a barrier
         self._cost(K.TMA_STORE_DRAIN, 1, [], line)
         self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, [], label="BAR.SYNC", line=line)
-        self._scratch(numel * eb)
+        if self.loops:
+            # inside a runtime loop (a persistent kernel's tile loop) the staging buffer is live next to the boxes
+            # of the loops it holds, which the pipeliner overlaps with the epilogue: its own allocation
+            self._region().staging[("tma_store", site)] = numel * eb
+            for lp in self.loops:
+                f = self.facts.get(lp.key)
+                f["tma_store_bytes"] = max(f.get("tma_store_bytes", 0), numel * eb)
+        else:
+            self._scratch(numel * eb)       # after every loop: reuses the boxes' memory
         key = f"{file.rsplit('/', 1)[-1]}:{line}"
         if not self.probe:
             self.stats.mem_sites[key] = {"op": "descriptor_store", "tma": True, "box": list(shape),
