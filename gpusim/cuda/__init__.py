@@ -27,18 +27,35 @@ shuffles and votes, ``popc/brev/clz/ffs/fma/cbrt``, ``math.*``, numpy scalar typ
 ``min/max/abs/int/float/bool/len/round/pow``, ``range`` loops, ``while``, ``if/elif/else``, ``break``,
 ``continue``, ``return``, ternaries, ``and/or/not``, tuples, device functions (``@cuda.jit(device=True)``,
 inlined).  ``print`` is accepted and prints nothing; ``assert`` is ignored (as numba does without debug).
+
+numba-cuda's libraries and names (``devlib.py`` runs them in kernels): ``cuda.random`` (xoroshiro128+ streams
+bit-identical to numba's: ``create_xoroshiro128p_states`` on the host, ``xoroshiro128p_uniform_float32`` ... in
+kernels), ``cuda.cg.this_grid().sync()`` (the kernel is launched cooperatively: the whole grid resident and
+run in lockstep; a grid that cannot be resident raises ``CooperativeLaunchTooLarge`` as CUDA refuses it),
+numpy ufuncs on scalars and with an output array (``np.sin(x, out)``), ``cuda.reduce`` (numba's reduction
+kernel and launches), ``kernel.overloads``, numba's type names (``gpusim.cuda.types``; ``float32[:]`` array
+types in ``cuda.jit`` signatures).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import cg, random, types
 from .launch import DEFAULT_GPU, Kernel, jit, trace_launch
 from .memory import DeviceNDArray
+from .reduction import Reduce
+from .types import (b1, boolean, bool_, complex64, complex128, double, f2, f4, f8, float16, float32, float64,
+                    float_, i1, i2, i4, i8, int8, int16, int32, int64, int_, intp, none, u1, u2, u4, u8, uint8,
+                    uint16, uint32, uint64, uintp, void)
+
+reduce = Reduce
 
 __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "device_array", "device_array_like",
            "pinned_array", "mapped_array", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
            "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
-           "syncthreads", "syncwarp", "stream", "detect", "reference_run"]
+           "syncthreads", "syncwarp", "stream", "detect", "reference_run", "cg", "random", "types", "reduce",
+           "Reduce", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+           "uint32", "uint64", "boolean", "void", "complex64", "complex128"]
 
 
 # ---- host API ---------------------------------------------------------------------------------------------------

@@ -149,6 +149,11 @@ class Indexing:
 
     def _index(self, arr, idx, line, write):
         """Element offset (scalar or array) of ``arr[idx]`` on the active lanes; raises OutOfBounds."""
+        if arr.record:
+            raise self._err(UnsupportedConstruct, f"indexing the record array {arr.name!r} (dtype {arr.dtype}): "
+                            "record arrays are supported only as the generator states of the cuda.random "
+                            "functions (xoroshiro128p_uniform_float32(states, i) ...); keep other fields in "
+                            "separate numeric arrays", line)
         if len(idx) != arr.ndim:
             raise self._err(CompileError, f"array {arr.name!r} has {arr.ndim} dimension(s), indexed with "
                             f"{len(idx)}", line)
