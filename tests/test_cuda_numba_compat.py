@@ -5,7 +5,6 @@ numba-cuda's documentation examples (numba_cuda/numba/cuda/tests/doc_examples), 
 Each feature is checked against numpy / analytic values and numba's host-side reference; the ``contract`` tests
 run the same kernels under numba's own CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, in a subprocess).
 """
-import json
 import math
 import os
 import subprocess
@@ -138,11 +137,11 @@ def test_random_kernel_matches_numba_simulator(tmp_path):
     np.testing.assert_allclose(outs[4], nb["arr_4"], rtol=1e-6, atol=1e-7)
 
 
-def test_numba_random_and_cg_names_map_onto_gpusim():
+def test_numba_random_and_cg_names_map_onto_gpusim(tmp_path):
     """A kernel written against numba's modules (``from numba import cuda``, numba.cuda.random) simulates."""
-    nc = pytest.importorskip("numba.cuda")
-    nr = pytest.importorskip("numba.cuda.random")
-    src = HERE / "_numba_names_kernel.py"
+    pytest.importorskip("numba.cuda")
+    pytest.importorskip("numba.cuda.random")
+    src = tmp_path / "numba_names_kernel.py"
     ns = {}
     code = textwrap.dedent("""
         from numba import cuda
@@ -155,15 +154,11 @@ def test_numba_random_and_cg_names_map_onto_gpusim():
             g.sync()
     """)
     src.write_text(code)
-    try:
-        exec(compile(code, str(src), "exec"), ns)
-        states = grandom.create_xoroshiro128p_states(64, seed=11)
-        ref = states.copy_to_host()
-        out = np.zeros(64, np.float32)
-        tr = cuda.trace_launch(ns["k"], 2, 32, [states, out])
-    finally:
-        src.unlink()
-    assert nc is not None and nr is not None
+    exec(compile(code, str(src), "exec"), ns)
+    states = grandom.create_xoroshiro128p_states(64, seed=11)
+    ref = states.copy_to_host()
+    out = np.zeros(64, np.float32)
+    tr = cuda.trace_launch(ns["k"], 2, 32, [states, out])
     assert np.array_equal(out, [grandom.xoroshiro128p_uniform_float32(ref, i) for i in range(64)])
     assert any(op.kind == OpKind.GRID_SYNC for t in tr.tables for op in t.ops)
 
@@ -171,7 +166,7 @@ def test_numba_random_and_cg_names_map_onto_gpusim():
 # ---- cooperative groups: grid sync -------------------------------------------------------------------------------
 
 def test_grid_sync_two_phase_reads_other_ctas_writes():
-    n_blocks, block = 264, 256                      # the whole H100 (2 CTAs of 256 threads... per SM: 8 fit)
+    n_blocks, block = 264, 256                      # 2 per SM (8 blocks of 256 threads would fit)
     n = n_blocks * block
     a = np.zeros(n, np.int64)
     out = np.zeros(n, np.int64)
@@ -193,8 +188,6 @@ def test_grid_sync_barrier_costs_time():
     n = 132 * 128
     a, out = np.zeros(n, np.int64), np.zeros(n, np.int64)
     with_sync = engine_run(cuda.trace_launch(K.grid_two_phase, 132, 128, [a, out]), "h100").cycles
-    from numba_compat_kernels import cuda as kc
-    assert kc is cuda
     tr = cuda.trace_launch(_no_sync, 132, 128, [a, out])
     assert not any(op.kind == OpKind.GRID_SYNC for t in tr.tables for op in t.ops)
     without = engine_run(tr, "h100").cycles
@@ -543,7 +536,8 @@ def test_doc_montecarlo():
     numba = pytest.importorskip("numba")
     from gpusim.cuda.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
 
-    nsamps = 200000                                  # the example's 1000000 also works (a few seconds)
+    # number of samples, higher will lead to a more accurate answer
+    nsamps = 1000000
 
     @cuda.jit
     def mc_integrator_kernel(out, rng_states, lower_lim, upper_lim):
@@ -578,8 +572,11 @@ def test_doc_montecarlo():
     def func(x):
         return 1.0 / x
 
-    np.testing.assert_allclose(mc_integrate(1, 2, nsamps), 0.69315, atol=0.001)
-    np.testing.assert_allclose(mc_integrate(2, 3, nsamps), 0.4055, atol=0.001)
+    r1, r2 = mc_integrate(1, 2, nsamps), mc_integrate(2, 3, nsamps)
+    # the values the example prints on a GPU (same seed, same streams, float32 sums)
+    assert r1 == pytest.approx(0.6929643, rel=2e-7) and r2 == pytest.approx(0.4054021, rel=2e-7)
+    np.testing.assert_allclose(r1, 0.69315, atol=0.001)
+    np.testing.assert_allclose(r2, 0.4055, atol=0.001)
 
 
 def test_doc_random_3d_grid():
@@ -741,7 +738,6 @@ def test_doc_cg_grid_sync():
 
 def test_doc_examples_record_traces_in_a_session():
     """The examples' kernels also lower to timed traces (a grid-sync kernel included)."""
-    import gpusim
     traces = []
     trace_mod.launch_observers.append(traces.append)
     try:
@@ -753,5 +749,3 @@ def test_doc_examples_record_traces_in_a_session():
     assert any(op.kind == OpKind.GRID_SYNC for t in traces[:1] for tb in t.tables for op in tb.ops)
     for t in traces:
         assert engine_run(t, "h100").cycles > 0
-    assert gpusim is not None
-    json.dumps([t.name for t in traces])

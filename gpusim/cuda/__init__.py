@@ -55,7 +55,8 @@ __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "devic
            "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
            "syncthreads", "syncwarp", "stream", "detect", "reference_run", "cg", "random", "types", "reduce",
            "Reduce", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
-           "uint32", "uint64", "boolean", "void", "complex64", "complex128"]
+           "uint32", "uint64", "boolean", "void", "complex64", "complex128", "b1", "bool_", "double", "f2", "f4",
+           "f8", "float_", "i1", "i2", "i4", "i8", "int_", "intp", "none", "u1", "u2", "u4", "u8", "uintp"]
 
 
 # ---- host API ---------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from ..errors import CompileError, UnsupportedConstruct
 from ..trace import Op, OpKind
 from . import costs as C_
 from . import random as _rnd
-from .values import EMPTY, F32, F64, I64, U64, ArrayRef, GlobalArray, SubArray, V, _union, const
+from .values import EMPTY, F32, F64, I64, ArrayRef, GlobalArray, SubArray, V, _union, const
 
 
 class GridGroup:
@@ -202,4 +202,4 @@ class DeviceLibrary:
         self.loop_end(st, line)
 
 
-__all__ = ["DeviceLibrary", "GridGroup", "GRID", "U64"]
+__all__ = ["DeviceLibrary", "GridGroup", "GRID"]

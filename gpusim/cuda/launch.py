@@ -2,7 +2,11 @@
 consecutive CTAs, runs each chunk in lockstep (``runtime.Chunk``) and assembles the ``KernelTrace``.
 
 Chunks execute one after another (a legal schedule: CTAs are independent, and a later chunk sees the global
-memory writes of earlier ones).  A chunk holds up to ``CHUNK_THREADS`` padded threads, fewer when its shared
+memory writes of earlier ones).  A kernel that uses a grid group (``cuda.cg.this_grid()``) is launched
+cooperatively, as numba does: its grid must be resident on the chip at once (the occupancy calculator,
+``gpusim.occupancy.max_coresident_ctas``; else ``CooperativeLaunchTooLarge``, CUDA's
+``cudaErrorCooperativeLaunchTooLarge``) and it runs as one chunk, so that every ``grid.sync()`` is reached by all
+threads of the grid before any goes on.  A chunk holds up to ``CHUNK_THREADS`` padded threads, fewer when its shared
 and local memory or (when recording) its table of active lanes would grow too big.
 
 The register estimate (``KernelTrace.regs_per_thread``) stands in for ptxas' count: ``costs.REGISTERS_BASE`` +

@@ -3,7 +3,9 @@
 ``a[i] + b[i]`` becomes ``_rt.binop('add', _rt.getitem(a, i, 7), _rt.getitem(b, i, 7), 7)``; compile-time
 constants are bound once (``self.k``); ``and``/``or``/ternaries evaluate their lazy arms as lambdas (only for the
 lanes that need them); calls dispatch on what the callee resolves to: builtins, math functions, dtypes, device
-functions (inlined), and the ``cuda`` intrinsics (barriers, shuffles, votes, atomics, special registers).
+functions (inlined), the ``cuda`` intrinsics (barriers, shuffles, votes, atomics, special registers), the
+device libraries (``cuda.random``'s functions, ``cuda.cg.this_grid()``, numpy ufuncs with an output array:
+``devlib.py``) and methods of runtime objects (the grid group's ``sync()``).
 ``cuda.shared.array``/``cuda.local.array`` declarations get their layout slot here.
 """
 from __future__ import annotations

@@ -4,8 +4,9 @@ Picture each sub-partition's warp scheduler choosing, every clock, one ready war
 instruction to a pipe.  Simulating that clock by clock costs one event per instruction; instead a scheduler
 lets the chosen warp run an *interval*: its instructions issue back to back (one per clock, slower when a pipe
 is busy or a dependent chain must wait) until the warp needs a result still in flight (the scoreboard), reaches
-a barrier (its CTA's, or the grid's in a cooperative launch: ``Engine.grid_barrier_arrive``), or runs more than ``WINDOW`` cycles ahead of the scheduler.  The scheduler is charged one clock per
-instruction issued and picks again; a warp that is not ready is skipped.  Pipes keep a reservation clock, so
+a barrier (its CTA's, or the grid's in a cooperative launch: ``Engine.grid_barrier_arrive``), or runs more
+than ``WINDOW`` cycles ahead of the scheduler.  The scheduler is charged one clock per instruction issued and
+picks again; a warp that is not ready is skipped.  Pipes keep a reservation clock, so
 two warps sharing the FP64 pipe each see it busy.  Loads are issued into the memory system at their issue
 clock and the scoreboard records when their data returns; consumers wait for it.
 
