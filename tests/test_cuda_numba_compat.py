@@ -749,3 +749,59 @@ def test_doc_examples_record_traces_in_a_session():
     assert any(op.kind == OpKind.GRID_SYNC for t in traces[:1] for tb in t.tables for op in tb.ops)
     for t in traces:
         assert engine_run(t, "h100").cycles > 0
+
+
+def test_doc_globals_device_array_captured_by_pointer():
+    PRICES = cuda.to_device(np.array([10.0, 25.0, 5.0, 15.0, 30.0], dtype=np.float32))
+
+    @cuda.jit
+    def compute_totals(quantities, totals):
+        i = cuda.grid(1)
+        if i < totals.size:
+            totals[i] = quantities[i] * PRICES[i]
+
+    d_quantities = cuda.to_device(np.array([1.0, 1.0, 1.0, 1.0, 1.0], dtype=np.float32))
+    d_totals = cuda.device_array(5, dtype=np.float32)
+    compute_totals[1, 32](d_quantities, d_totals)
+    np.testing.assert_allclose(d_totals.copy_to_host(), [10.0, 25.0, 5.0, 15.0, 30.0])
+    PRICES.copy_to_device(np.array([20.0, 50.0, 10.0, 30.0, 60.0], dtype=np.float32))
+    compute_totals[1, 32](d_quantities, d_totals)      # the second call sees the updated values
+    np.testing.assert_allclose(d_totals.copy_to_host(), [20.0, 50.0, 10.0, 30.0, 60.0])
+
+
+def test_doc_cpointer():
+    from gpusim.cuda import types
+
+    sig = types.void(types.CPointer(types.uint8), types.uint32)
+
+    @cuda.jit(sig)
+    def add_one(x, n):
+        i = cuda.grid(1)
+        if i < n:
+            x[i] += 1
+
+    x = cuda.to_device(np.arange(10, dtype=np.uint8))
+    x_ptr = x.__cuda_array_interface__["data"][0]
+    x_len = len(x)
+    add_one[1, 32](x_ptr, x_len)
+    np.testing.assert_array_equal(x.copy_to_host(), np.arange(1, 11))
+    from gpusim.errors import LaunchError
+    h = np.arange(10, dtype=np.uint8)
+    with pytest.raises(LaunchError, match="__cuda_array_interface__"):
+        add_one[1, 32](h.__array_interface__["data"][0], 10)      # a host pointer is not device memory
+
+
+def test_foreign_functions_are_refused_with_the_fix():
+    mul = cuda.declare_device("mul_f32_f32", "float32(float32, float32)", link="functions.cu")
+
+    @cuda.jit
+    def multiply_vectors(r, x, y):
+        i = cuda.grid(1)
+        if i < len(r):
+            r[i] = mul(x[i], y[i])
+
+    with pytest.raises(UnsupportedConstruct) as e:
+        multiply_vectors[1, 32](np.zeros(4, np.float32), np.ones(4, np.float32), np.ones(4, np.float32))
+    msg = str(e.value)
+    assert "mul_f32_f32" in msg and "functions.cu" in msg and "@cuda.jit(device=True)" in msg
+    assert f"{__file__}:" in msg and "multiply_vectors" in msg

@@ -54,9 +54,9 @@ __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "devic
            "pinned_array", "mapped_array", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
            "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
            "syncthreads", "syncwarp", "stream", "detect", "reference_run", "cg", "random", "types", "reduce",
-           "Reduce", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
-           "uint32", "uint64", "boolean", "void", "complex64", "complex128", "b1", "bool_", "double", "f2", "f4",
-           "f8", "float_", "i1", "i2", "i4", "i8", "int_", "intp", "none", "u1", "u2", "u4", "u8", "uintp"]
+           "Reduce", "declare_device", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+           "uint16", "uint32", "uint64", "boolean", "void", "complex64", "complex128", "b1", "bool_", "double", "f2",
+           "f4", "f8", "float_", "i1", "i2", "i4", "i8", "int_", "intp", "none", "u1", "u2", "u4", "u8", "uintp"]
 
 
 # ---- host API ---------------------------------------------------------------------------------------------------
@@ -124,6 +124,32 @@ def reference_run(kernel, grid, block, args, shared_bytes=0):
     """Run a kernel one thread at a time (the semantic reference; see ``reference.py``)."""
     from .reference import run_reference
     return run_reference(kernel, grid, block, args, shared_bytes=shared_bytes)
+
+
+class ExternFunction:
+    """A foreign function declared with ``cuda.declare_device`` (CUDA C/C++ or PTX linked into the kernel).
+    gpusim cannot run it: a kernel calling it raises ``UnsupportedConstruct`` naming it and what to write instead
+    (the function in Python, as a ``@cuda.jit(device=True)`` function)."""
+
+    def __init__(self, name, sig, link):
+        self.name, self.sig, self.link = name, sig, link
+        self._gpusim_extern = (name, sig, link)
+
+    def __call__(self, *a, **k):
+        raise RuntimeError(f"the foreign function {self.name!r} can only be called from a kernel")
+
+    def __repr__(self):
+        return f"<gpusim.cuda foreign function {self.name} {self.sig}>"
+
+
+def declare_device(name, sig, link=None, use_cooperative=False, abi="numba"):
+    """numba's ``cuda.declare_device``: accepted so that files declaring foreign functions import; calling the
+    function from a kernel is an ``UnsupportedConstruct`` (gpusim runs Python kernels only)."""
+    if link is None:
+        link = ()
+    elif not isinstance(link, (list, tuple, set)):
+        link = (link,)
+    return ExternFunction(name, sig, tuple(link))
 
 
 # ---- kernel-side names (resolved by the compiler; they do nothing on the host) -----------------------------------

@@ -64,6 +64,17 @@ class Indexing:
             self._shared[("const", id(ary))] = a
         return a
 
+    def global_device(self, dev, name, line) -> GlobalArray:
+        """A global device array read by the kernel: numba captures its pointer (not its contents), so the
+        kernel sees the array as it is at launch, and may write it."""
+        st = dev._ary
+        a = self._shared.get(("dev", id(st)))
+        if a is None:
+            from .memory import ADDRESS_SPACE
+            a = GlobalArray(name, st, ADDRESS_SPACE.address_of(st))
+            self._shared[("dev", id(st))] = a
+        return a
+
     def attr(self, obj, name, line):
         if isinstance(obj, (ArrayRef, SubArray)):
             base = obj.parent if isinstance(obj, SubArray) else obj

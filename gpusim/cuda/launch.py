@@ -84,15 +84,42 @@ def _check_launch(name, grid, block, dyn_shared, ck, cfg: GPUConfig):
                           f"{cfg.name}")
 
 
-def _wrap_args(ck, args):
+def _wrap_args(ck, args, argtypes=()):
     params = ck.params
     if len(args) != len(params):
         raise LaunchError(f"kernel {ck.name!r} takes {len(params)} arguments ({', '.join(params)}), "
                           f"{len(args)} given")
     out = []
-    for name, a in zip(params, args):
-        out.append(_wrap_arg(ck, name, a))
+    for k, (name, a) in enumerate(zip(params, args)):
+        t = argtypes[k] if k < len(argtypes) else None
+        if isinstance(t, nbtypes.CPointer):
+            out.append(_wrap_pointer(ck, name, a, t))
+        else:
+            out.append(_wrap_arg(ck, name, a))
     return out
+
+
+def _wrap_pointer(ck, name, a, t):
+    """A ``CPointer`` argument: the device address of (a place in) a gpusim device array, reached as a 1-d array
+    of the pointer's type from there to the end of the allocation."""
+    if not isinstance(a, (int, np.integer)):
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r} is a {t}: pass a device address (an int), not "
+                          f"{type(a).__name__}")
+    hit = ADDRESS_SPACE.resolve(int(a))
+    if hit is None:
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r} ({t}): {int(a):#x} is not an address in gpusim's "
+                          "simulated device memory; pass x.__cuda_array_interface__['data'][0] of an array made by "
+                          "cuda.to_device / cuda.device_array (a host pointer, such as a numpy array's "
+                          "__array_interface__ address, does not point into device memory)")
+    root, off = hit
+    dt = np.dtype(t.dtype.dtype) if isinstance(t.dtype, nbtypes.Scalar) else np.dtype(np.uint8)
+    raw = root.reshape(-1).view(np.uint8) if root.flags.c_contiguous else None
+    if raw is None or off % dt.itemsize:
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r} ({t}): address {int(a):#x} is misaligned for "
+                          f"{dt} or lies in a non-contiguous allocation")
+    n = (raw.size - off) // dt.itemsize
+    view = raw[off:off + n * dt.itemsize].view(dt)
+    return R.GlobalArray(name, view, int(a))
 
 
 def _wrap_arg(ck, name, a):
@@ -181,7 +208,8 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
     b3 = _dim3(block, "block")
     dyn = int(shared_bytes or 0)
     _check_launch(ck.name, g3, b3, dyn, ck, cfg)
-    wrapped = _wrap_args(ck, list(args))
+    sigs = getattr(kernel, "signatures", None)
+    wrapped = _wrap_args(ck, list(args), sigs[0].args if sigs and len(sigs) == 1 else ())
     L = R.Launch(ck, g3, b3, dyn, cfg, record, CHUNK_THREADS)
     L.param_words = -(-_scalar_param_bytes(wrapped) // 8)
     tables = []

@@ -139,6 +139,11 @@ def classify(obj):
         return ("ctuple", obj)
     if isinstance(obj, np.ndarray):
         return ("array", obj)
+    if type(obj).__name__ in ("DeviceNDArray", "FakeCUDAArray") and isinstance(getattr(obj, "_ary", None),
+                                                                            np.ndarray):
+        return ("devarray", obj)            # a global device array: captured by pointer, not frozen
+    if type(obj).__name__ == "ExternFunction" or getattr(obj, "_gpusim_extern", None) is not None:
+        return ("extern", obj)
     if obj is None:
         return ("none", None)
     return ("unknown", obj)

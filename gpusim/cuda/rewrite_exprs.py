@@ -39,6 +39,9 @@ class ExpressionRewriter:
         if kind == "array":
             name = node.id if isinstance(node, ast.Name) else ast.unparse(node)
             return _rt("global_const", self.k(tag[1]), _c(name), _c(line))
+        if kind == "devarray":
+            name = node.id if isinstance(node, ast.Name) else ast.unparse(node)
+            return _rt("global_device", self.k(tag[1]), _c(name), _c(line))
         if kind == "dtype":
             return self.k(tag[1])
         if kind == "none":
@@ -184,6 +187,17 @@ class ExpressionRewriter:
             return self.cuda_call(tag[1], n, unused)
         if any(isinstance(a, ast.Starred) for a in n.args):
             raise self.unsupported("starred arguments", n)
+        if kind == "extern":
+            ext = tag[1]
+            what = getattr(ext, "_gpusim_extern", None) or (getattr(ext, "name", "?"), getattr(ext, "sig", "?"),
+                                                            getattr(ext, "link", None) or ())
+            src = ", ".join(str(x) for x in (what[2] if isinstance(what[2], (list, tuple)) else [what[2]])) or \
+                "no source"
+            raise self.unsupported(
+                f"calling {ast.unparse(n.func)!r}, a foreign function declared with cuda.declare_device("
+                f"{what[0]!r}, {str(what[1])!r}) and linked from {src}: gpusim runs the kernel's Python source and "
+                f"cannot execute CUDA C/C++ or PTX; write the function in Python as a @cuda.jit(device=True) "
+                f"function (it is inlined and costed like the kernel's own code)", n)
         if kind == "cudarandom":
             if n.keywords:
                 raise self.unsupported(f"keyword arguments to {tag[1]}", n)

@@ -6,8 +6,9 @@ The scalar types (``float32``, ``int64``, ``boolean``, ``void`` ...) are what ke
 (``float32(x)``, inside a kernel or on the host).  Slicing a scalar type makes an array type as numba does:
 ``float32[:]`` is a 1-d array of any layout (``array(float32, 1d, A)``), ``float32[::1]`` a C-contiguous one,
 ``int32[:, ::1]`` a 2-d C-contiguous one, ``float32[::1, :]`` a 2-d Fortran one.  A type called with types
-makes a signature: ``void(float32[:])``.  Signatures key ``kernel.overloads`` by their argument types, as
-numba's do (``typeof`` gives the types of launch arguments).
+makes a signature: ``void(float32[:])``; ``CPointer(uint8)`` is a raw pointer argument (launched with a
+simulated device address, ``x.__cuda_array_interface__["data"][0]``).  Signatures key ``kernel.overloads`` by
+their argument types, as numba's do (``typeof`` gives the types of launch arguments).
 
 Only what the front end needs: names, numpy dtypes, equality and hashing; no type inference.
 """
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Type", "Scalar", "Array", "Record", "Signature", "NoneType", "typeof", "parse_signature", "from_dtype",
+__all__ = ["Type", "Scalar", "Array", "Record", "CPointer", "Signature", "NoneType", "typeof", "parse_signature",
+           "from_dtype",
            "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "boolean", "bool_", "void", "none", "complex64", "complex128", "intp", "uintp", "f2", "f4", "f8", "i1",
            "i2", "i4", "i8", "u1", "u2", "u4", "u8", "b1", "c8", "c16", "int_", "float_", "double", "byte"]
@@ -134,6 +136,18 @@ class Record(Type):
     def __getitem__(self, idx):
         ndim, layout = _layout(idx)
         return Array(self, ndim, layout)
+
+
+class CPointer(Type):
+    """``CPointer(dtype)``: a raw pointer argument (launched with a device address, e.g.
+    ``x.__cuda_array_interface__["data"][0]``); indexed like a 1-d array of ``dtype``."""
+
+    def __init__(self, dtype: Type):
+        self.dtype = dtype
+        self.name = f"CPointer({dtype})"
+
+    def key(self):
+        return self.name
 
 
 class Signature:
