@@ -51,3 +51,8 @@ class BarrierDivergence(KernelError):
 
 class LaunchError(GpusimError):
     """A launch the GPU would refuse: too many threads per block, too much shared memory, bad grid."""
+
+
+class CooperativeLaunchTooLarge(LaunchError):
+    """A cooperative launch (a kernel using ``cuda.cg.this_grid()``) whose grid cannot be resident at once:
+    CUDA's ``cudaErrorCooperativeLaunchTooLarge`` / ``CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE``."""

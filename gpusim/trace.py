@@ -38,6 +38,8 @@ class OpKind(enum.IntEnum):
     MMA = 5          # tensor-core matrix multiply-accumulate
     ASYNC_COPY = 6   # global -> shared copy that does not block (cp.async / TMA); completion is a dep
     ASYNC_WAIT = 7   # wait for earlier ASYNC_COPY ops named in deps (cp.async.wait_group)
+    GRID_SYNC = 8    # grid-wide barrier of a cooperative launch (cooperative groups' grid.sync()): every live
+    #                  warp of the grid arrives before any proceeds
 
 
 class Pipe(enum.IntEnum):

@@ -27,18 +27,36 @@ shuffles and votes, ``popc/brev/clz/ffs/fma/cbrt``, ``math.*``, numpy scalar typ
 ``min/max/abs/int/float/bool/len/round/pow``, ``range`` loops, ``while``, ``if/elif/else``, ``break``,
 ``continue``, ``return``, ternaries, ``and/or/not``, tuples, device functions (``@cuda.jit(device=True)``,
 inlined).  ``print`` is accepted and prints nothing; ``assert`` is ignored (as numba does without debug).
+
+numba-cuda's libraries and names (``devlib.py`` runs them in kernels): ``cuda.random`` (xoroshiro128+ streams
+bit-identical to numba's: ``create_xoroshiro128p_states`` on the host, ``xoroshiro128p_uniform_float32`` ... in
+kernels), ``cuda.cg.this_grid().sync()`` (the kernel is launched cooperatively: the whole grid resident and
+run in lockstep; a grid that cannot be resident raises ``CooperativeLaunchTooLarge`` as CUDA refuses it),
+numpy ufuncs on scalars and with an output array (``np.sin(x, out)``), ``cuda.reduce`` (numba's reduction
+kernel and launches), ``kernel.overloads``, numba's type names (``gpusim.cuda.types``; ``float32[:]`` array
+types in ``cuda.jit`` signatures).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import cg, random, types
 from .launch import DEFAULT_GPU, Kernel, jit, trace_launch
 from .memory import DeviceNDArray
+from .reduction import Reduce
+from .types import (b1, boolean, bool_, complex64, complex128, double, f2, f4, f8, float16, float32, float64,
+                    float_, i1, i2, i4, i8, int8, int16, int32, int64, int_, intp, none, u1, u2, u4, u8, uint8,
+                    uint16, uint32, uint64, uintp, void)
+
+reduce = Reduce
 
 __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "device_array", "device_array_like",
            "pinned_array", "mapped_array", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
            "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
-           "syncthreads", "syncwarp", "stream", "detect", "reference_run"]
+           "syncthreads", "syncwarp", "stream", "detect", "reference_run", "cg", "random", "types", "reduce",
+           "Reduce", "declare_device", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+           "uint16", "uint32", "uint64", "boolean", "void", "complex64", "complex128", "b1", "bool_", "double", "f2",
+           "f4", "f8", "float_", "i1", "i2", "i4", "i8", "int_", "intp", "none", "u1", "u2", "u4", "u8", "uintp"]
 
 
 # ---- host API ---------------------------------------------------------------------------------------------------
@@ -106,6 +124,32 @@ def reference_run(kernel, grid, block, args, shared_bytes=0):
     """Run a kernel one thread at a time (the semantic reference; see ``reference.py``)."""
     from .reference import run_reference
     return run_reference(kernel, grid, block, args, shared_bytes=shared_bytes)
+
+
+class ExternFunction:
+    """A foreign function declared with ``cuda.declare_device`` (CUDA C/C++ or PTX linked into the kernel).
+    gpusim cannot run it: a kernel calling it raises ``UnsupportedConstruct`` naming it and what to write instead
+    (the function in Python, as a ``@cuda.jit(device=True)`` function)."""
+
+    def __init__(self, name, sig, link):
+        self.name, self.sig, self.link = name, sig, link
+        self._gpusim_extern = (name, sig, link)
+
+    def __call__(self, *a, **k):
+        raise RuntimeError(f"the foreign function {self.name!r} can only be called from a kernel")
+
+    def __repr__(self):
+        return f"<gpusim.cuda foreign function {self.name} {self.sig}>"
+
+
+def declare_device(name, sig, link=None, use_cooperative=False, abi="numba"):
+    """numba's ``cuda.declare_device``: accepted so that files declaring foreign functions import; calling the
+    function from a kernel is an ``UnsupportedConstruct`` (gpusim runs Python kernels only)."""
+    if link is None:
+        link = ()
+    elif not isinstance(link, (list, tuple, set)):
+        link = (link,)
+    return ExternFunction(name, sig, tuple(link))
 
 
 # ---- kernel-side names (resolved by the compiler; they do nothing on the host) -----------------------------------

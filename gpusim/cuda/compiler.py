@@ -92,6 +92,8 @@ class CompiledKernel:
     uses_dynamic_shared: bool
     local_frame_bytes: int
     functions: list                # CompiledFunction of the kernel first, then its device functions
+    cooperative: bool = False      # uses cuda.cg.this_grid(): launched cooperatively (the whole grid resident)
+    last_registers: int = 0        # the register estimate of its last launch (max_cooperative_grid_blocks)
 
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -131,6 +133,7 @@ class _Context:
         self.stack: list = []
         self.functions: list[CompiledFunction] = []
         self.uses_dyn = False
+        self.cooperative = False
 
     def compile(self) -> CompiledKernel:
         kf, first, lines = self.compile_function(self.py_func, "kernel")
@@ -141,7 +144,7 @@ class _Context:
                               shared_slots=self.shared_slots, local_slots=self.local_slots,
                               shared_static_bytes=self.shared_off, dyn_shared_offset=dyn_off,
                               uses_dynamic_shared=self.uses_dyn, local_frame_bytes=frame,
-                              functions=self.functions)
+                              functions=self.functions, cooperative=self.cooperative)
 
     def add_slot(self, space, name, shape, dtype, dynamic) -> Slot:
         dtype = np.dtype(dtype)
@@ -226,6 +229,13 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         self.ntmp += 1
         return f"_gs_t{self.ntmp}"
 
+    def _lambda_def(self, tree, first):
+        fdef = _lambda_def_of(tree, self.py_func.__code__)
+        if fdef is None:
+            raise CompileError("cannot find the source of this lambda; define the function with 'def'",
+                               file=self.file, line=first)
+        return fdef
+
     # -- driver
     def run(self):
         try:
@@ -234,9 +244,18 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
             raise CompileError(f"the source of {self.py_func.__name__!r} is not available (gpusim re-executes "
                                "the kernel's source; define kernels in a file)") from None
         src = textwrap.dedent("".join(src_lines))
-        tree = ast.parse(src)
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            if self.py_func.__name__ != "<lambda>":
+                raise
+            # a lambda inside a longer expression: the lines inspect returns may not parse on their own
+            tree = ast.parse("(\n" + src.strip().rstrip(",") + "\n)")
+            ast.increment_lineno(tree, -1)
         ast.increment_lineno(tree, first - 1)
         fdef = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if fdef is None and self.py_func.__name__ == "<lambda>":
+            fdef = self._lambda_def(tree, first)
         if fdef is None or isinstance(fdef, ast.AsyncFunctionDef):
             raise CompileError(f"cannot find the definition of {self.py_func.__name__!r}", file=self.file, line=first)
         a = fdef.args
@@ -288,6 +307,21 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
                               kind=self.kind, live=live)
         lines = {first + i: ln.rstrip("\n") for i, ln in enumerate(src_lines)}
         return cf, first, lines
+
+
+def _lambda_def_of(tree, code):
+    """``def lambda_<line>(args): return body`` for the lambda of ``code`` in ``tree`` (None if not found)."""
+    names = list(code.co_varnames[:code.co_argcount])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and [a.arg for a in node.args.posonlyargs + node.args.args] == names \
+                and node.lineno == code.co_firstlineno:
+            ret = ast.copy_location(ast.Return(value=node.body), node.body)
+            fdef = ast.FunctionDef(name=f"lambda_{node.lineno}", args=node.args, body=[ret], decorator_list=[],
+                                   returns=None)
+            if "type_params" in ast.FunctionDef._fields:
+                fdef.type_params = []
+            return ast.copy_location(fdef, node)
+    return None
 
 
 def _fill_locations(tree, default_line):

@@ -358,6 +358,27 @@ COSTS[("index_row_hi", "global")] = [(FP32, 3, "IMAD+IMAD.IADD")]
 COSTS[("index_addr_shared", 1)] = [(INT, 1, "LEA")]
 COSTS[("index_row", "shared")] = [(FP32, 1, "IMAD")]
 COSTS[("index_row_hi", "shared")] = []
+# ---- device libraries (devlib.py) ---------------------------------------------------------------------------
+# cuda.random: one xoroshiro128+ step on 64-bit words held as 32-bit halves -- the 64-bit add s0 + s1 (IADD3 +
+# IMAD.X), s1 ^= s0 (2 LOP3), rotl(s0, 55) and rotl(s1, 36) (2 SHF.L.W funnel shifts each), s1 << 14 (2 SHF),
+# the three-way xor (2 LOP3); the state's loads and stores are recorded as memory ops.  Estimates from the PTX
+# numba emits for numba/cuda/random.py (the suite has no RNG kernel).
+COSTS[("rng_next",)] = [(INT, 11, "SHF.L.W+LOP3+IADD3"), (FP32, 1, "IMAD.X")]
+# uint64 -> [0, 1): x >> 11 (SHF.R.U64 on the halves), I2F.F64.U64, DMUL by 2**-53 (float32: and F2F)
+COSTS[("rng_unit", "float64")] = [(INT, 2, "SHF.R.U64"), (FP64, 1, "I2F.F64.U64"), (FP64, 1, "DMUL")]
+COSTS[("rng_unit", "float32")] = COSTS[("rng_unit", "float64")] + [(FP64, 1, "F2F.F32.F64")]
+# xoroshiro128p_jump: 128 steps, fully unrolled (constant polynomial): the steps and the xors of the set bits
+COSTS[("rng_jump",)] = [(INT, 1664, "SHF.L.W+LOP3 (128 steps)"), (FP32, 128, "IMAD.X")]
+# splitmix64: 64-bit add, two xor-shift-multiply rounds (IMAD.WIDE.U32 + 2 IMAD per 64-bit multiply), xor-shift
+COSTS[("rng_splitmix",)] = [(INT, 14, "SHF+LOP3+IADD3"), (FP32, 7, "IMAD.WIDE.U32+IMAD")]
+# cooperative groups: cuda.cg.this_grid() reads the grid handle (cudaCGGetIntrinsicHandle: the launch's
+# environment register); grid.sync() calls cudaCGSynchronize (libcudadevrt): the call, thread 0's test and a
+# GPU-scope fence, the block barriers, one thread's arrival atomic and spin on the barrier word -- the wait
+# for the whole grid is the GRID_SYNC op, which the timing engine holds until every live warp of the grid has
+# arrived (engine: release = last arrival + the barrier's round trips, see Engine.grid_sync_cycles)
+COSTS[("cg_this_grid",)] = [(UNIFORM, 2, "S2UR+UMOV (grid handle)")]
+COSTS[("grid_sync_call",)] = [(INT, 6, "CALL+ISETP+BRA (cudaCGSynchronize)"), (LSU, 1, "MEMBAR.GPU")]
+COSTS[("grid_sync",)] = [(BRANCH, 2, "BAR.SYNC x2 + grid barrier (ATOM.E.ADD, spin LD.E.STRONG.GPU)")]
 COSTS[("warp_shuffle",)] = [(LSU, 1, "SHFL")]
 COSTS[("warp_vote",)] = [(INT, 1, "VOTE")]
 COSTS[("popc",)] = [(SFU, 1, "POPC")]

@@ -64,6 +64,17 @@ class Indexing:
             self._shared[("const", id(ary))] = a
         return a
 
+    def global_device(self, dev, name, line) -> GlobalArray:
+        """A global device array read by the kernel: numba captures its pointer (not its contents), so the
+        kernel sees the array as it is at launch, and may write it."""
+        st = dev._ary
+        a = self._shared.get(("dev", id(st)))
+        if a is None:
+            from .memory import ADDRESS_SPACE
+            a = GlobalArray(name, st, ADDRESS_SPACE.address_of(st))
+            self._shared[("dev", id(st))] = a
+        return a
+
     def attr(self, obj, name, line):
         if isinstance(obj, (ArrayRef, SubArray)):
             base = obj.parent if isinstance(obj, SubArray) else obj
@@ -149,6 +160,11 @@ class Indexing:
 
     def _index(self, arr, idx, line, write):
         """Element offset (scalar or array) of ``arr[idx]`` on the active lanes; raises OutOfBounds."""
+        if arr.record:
+            raise self._err(UnsupportedConstruct, f"indexing the record array {arr.name!r} (dtype {arr.dtype}): "
+                            "record arrays are supported only as the generator states of the cuda.random "
+                            "functions (xoroshiro128p_uniform_float32(states, i) ...); keep other fields in "
+                            "separate numeric arrays", line)
         if len(idx) != arr.ndim:
             raise self._err(CompileError, f"array {arr.name!r} has {arr.ndim} dimension(s), indexed with "
                             f"{len(idx)}", line)

@@ -2,7 +2,11 @@
 consecutive CTAs, runs each chunk in lockstep (``runtime.Chunk``) and assembles the ``KernelTrace``.
 
 Chunks execute one after another (a legal schedule: CTAs are independent, and a later chunk sees the global
-memory writes of earlier ones).  A chunk holds up to ``CHUNK_THREADS`` padded threads, fewer when its shared
+memory writes of earlier ones).  A kernel that uses a grid group (``cuda.cg.this_grid()``) is launched
+cooperatively, as numba does: its grid must be resident on the chip at once (the occupancy calculator,
+``gpusim.occupancy.max_coresident_ctas``; else ``CooperativeLaunchTooLarge``, CUDA's
+``cudaErrorCooperativeLaunchTooLarge``) and it runs as one chunk, so that every ``grid.sync()`` is reached by all
+threads of the grid before any goes on.  A chunk holds up to ``CHUNK_THREADS`` padded threads, fewer when its shared
 and local memory or (when recording) its table of active lanes would grow too big.
 
 The register estimate (``KernelTrace.regs_per_thread``) stands in for ptxas' count: ``costs.REGISTERS_BASE`` +
@@ -26,8 +30,12 @@ from ..errors import GpusimError, LaunchError
 from ..trace import KernelTrace
 from . import costs as C_
 from . import runtime as R
+from . import types as nbtypes
 from .compiler import compile_kernel, unwrap
+from ..occupancy import max_coresident_ctas
+from ..errors import CooperativeLaunchTooLarge
 from .memory import ADDRESS_SPACE, as_device_storage
+from .random import xoroshiro128p_dtype as _RNG_DTYPE
 
 #: padded threads per chunk (tunable): bigger chunks mean fewer, larger numpy operations
 CHUNK_THREADS = 1 << 20
@@ -76,15 +84,42 @@ def _check_launch(name, grid, block, dyn_shared, ck, cfg: GPUConfig):
                           f"{cfg.name}")
 
 
-def _wrap_args(ck, args):
+def _wrap_args(ck, args, argtypes=()):
     params = ck.params
     if len(args) != len(params):
         raise LaunchError(f"kernel {ck.name!r} takes {len(params)} arguments ({', '.join(params)}), "
                           f"{len(args)} given")
     out = []
-    for name, a in zip(params, args):
-        out.append(_wrap_arg(ck, name, a))
+    for k, (name, a) in enumerate(zip(params, args)):
+        t = argtypes[k] if k < len(argtypes) else None
+        if isinstance(t, nbtypes.CPointer):
+            out.append(_wrap_pointer(ck, name, a, t))
+        else:
+            out.append(_wrap_arg(ck, name, a))
     return out
+
+
+def _wrap_pointer(ck, name, a, t):
+    """A ``CPointer`` argument: the device address of (a place in) a gpusim device array, reached as a 1-d array
+    of the pointer's type from there to the end of the allocation."""
+    if not isinstance(a, (int, np.integer)):
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r} is a {t}: pass a device address (an int), not "
+                          f"{type(a).__name__}")
+    hit = ADDRESS_SPACE.resolve(int(a))
+    if hit is None:
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r} ({t}): {int(a):#x} is not an address in gpusim's "
+                          "simulated device memory; pass x.__cuda_array_interface__['data'][0] of an array made by "
+                          "cuda.to_device / cuda.device_array (a host pointer, such as a numpy array's "
+                          "__array_interface__ address, does not point into device memory)")
+    root, off = hit
+    dt = np.dtype(t.dtype.dtype) if isinstance(t.dtype, nbtypes.Scalar) else np.dtype(np.uint8)
+    raw = root.reshape(-1).view(np.uint8) if root.flags.c_contiguous else None
+    if raw is None or off % dt.itemsize:
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r} ({t}): address {int(a):#x} is misaligned for "
+                          f"{dt} or lies in a non-contiguous allocation")
+    n = (raw.size - off) // dt.itemsize
+    view = raw[off:off + n * dt.itemsize].view(dt)
+    return R.GlobalArray(name, view, int(a))
 
 
 def _wrap_arg(ck, name, a):
@@ -99,8 +134,9 @@ def _wrap_arg(ck, name, a):
     st = as_device_storage(a)
     if st is None:
         raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: unsupported type {type(a).__name__}")
-    if st.dtype.kind not in "biuf":
-        raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: dtype {st.dtype} is not supported")
+    if st.dtype.kind not in "biuf" and st.dtype != _RNG_DTYPE:
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: dtype {st.dtype} is not supported"
+                          + (" (record arrays: only the cuda.random generator states)" if st.dtype.names else ""))
     return R.GlobalArray(name, st, ADDRESS_SPACE.address_of(st))
 
 
@@ -172,7 +208,8 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
     b3 = _dim3(block, "block")
     dyn = int(shared_bytes or 0)
     _check_launch(ck.name, g3, b3, dyn, ck, cfg)
-    wrapped = _wrap_args(ck, list(args))
+    sigs = getattr(kernel, "signatures", None)
+    wrapped = _wrap_args(ck, list(args), sigs[0].args if sigs and len(sigs) == 1 else ())
     L = R.Launch(ck, g3, b3, dyn, cfg, record, CHUNK_THREADS)
     L.param_words = -(-_scalar_param_bytes(wrapped) // 8)
     tables = []
@@ -181,6 +218,12 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
     # recording: a first (probe) chunk measures the ops a chunk issues; later chunks are sized so that each
     # table's active-lane matrix (ops x warps bytes) stays within ACTIVE_BYTES_PER_TABLE
     C = min(L.C, max(1, PROBE_THREADS // L.P)) if record else L.C
+    snapshot = None
+    if ck.cooperative:
+        # a grid sync: the whole grid must be resident (checked as the driver does) and runs as one chunk, so
+        # that every thread reaches each grid.sync() before any goes on
+        snapshot = _check_cooperative(ck, g3, b3, dyn, cfg, wrapped, max_registers)
+        C = L.C = L.n_ctas
     first = 0
     with np.errstate(all="ignore"):
         while first < L.n_ctas:
@@ -193,7 +236,7 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
                 flops += ch.flops
                 per_cta = max(1, len(ch.ops)) * L.wpc
                 C = max(1, min(L.C, ACTIVE_BYTES_PER_TABLE // per_cta))
-    if not record:
+    if not record and not ck.cooperative:
         return None
     regs, info = _registers(ck, L, wrapped)
     if max_registers is not None:
@@ -201,6 +244,17 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
             raise LaunchError(f"max_registers={max_registers} is outside 1..{cfg.sm.max_registers_per_thread}")
         info["override"] = int(max_registers)
         regs = int(max_registers)
+    ck.last_registers = regs
+    if snapshot is not None:
+        # the register estimate is known only now: a grid that does not fit with it is refused after all, and
+        # the launch leaves memory as it found it (as a refused launch does)
+        limit = max_coresident_ctas(cfg, L.tpc, regs, ck.shared_static_bytes + dyn, ck.name)
+        if L.n_ctas > limit:
+            for st, old in snapshot:
+                np.copyto(st, old)
+            raise _too_large(ck, g3, b3, dyn, cfg, regs, limit)
+    if not record:
+        return None
     local_bytes = 0
     for s in ck.local_slots:
         if s.index in L.local_runtime_slots:
@@ -211,7 +265,52 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
         source_lines=dict(ck.source_lines), local_bytes_per_thread=local_bytes, flops=float(flops),
         meta={"registers": info, "chunk_ctas": L.C, "shared_static_bytes": ck.shared_static_bytes,
               "shared_dynamic_bytes": dyn, "costs": "gpusim/cuda/costs.py (calibrated against the H100 records)"})
+    if ck.cooperative:
+        tr.meta["cooperative"] = True
     return tr
+
+
+def _too_large(ck, g3, b3, dyn, cfg, regs, limit) -> CooperativeLaunchTooLarge:
+    n = g3[0] * g3[1] * g3[2]
+    tpc = b3[0] * b3[1] * b3[2]
+    per_sm = limit // cfg.chip.sm_count
+    return CooperativeLaunchTooLarge(
+        f"launch of kernel {ck.name!r}: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE (cudaErrorCooperativeLaunchTooLarge, "
+        f"[720] in cuLaunchCooperativeKernel): the kernel uses a grid group (cuda.cg.this_grid()), so numba "
+        f"launches it cooperatively and all its blocks must be resident at once; grid {g3} has {n} blocks, but "
+        f"only {limit} blocks of {tpc} threads ({regs} registers per thread, {ck.shared_static_bytes + dyn} bytes "
+        f"of shared memory) fit on {cfg.name} ({per_sm} per SM x {cfg.chip.sm_count} SMs).  Launch at most "
+        f"kernel.overloads[sig].max_cooperative_grid_blocks(blockdim) = {limit} blocks and cover the data with a "
+        "grid-stride loop (for i in range(cuda.grid(1), n, cuda.gridsize(1)))")
+
+
+def _check_cooperative(ck, g3, b3, dyn, cfg, wrapped, max_registers):
+    """Refuse a cooperative grid that cannot be resident at once.  Registers are estimated after execution, so
+    this checks with the fewest registers the estimate gives (or the override) and returns a snapshot of the
+    writable arrays when the estimate could still refuse the grid (``run`` checks again), else None."""
+    n = g3[0] * g3[1] * g3[2]
+    tpc = b3[0] * b3[1] * b3[2]
+    shared = ck.shared_static_bytes + dyn
+    lo = int(max_registers) if max_registers is not None else 16
+    limit = max_coresident_ctas(cfg, tpc, lo, shared, ck.name)
+    if n > limit:
+        raise _too_large(ck, g3, b3, dyn, cfg, lo, limit)
+    if max_registers is not None or n <= max_coresident_ctas(cfg, tpc, cfg.sm.max_registers_per_thread, shared,
+                                                              ck.name):
+        return None
+    seen = {}
+    for a in _flat_args(wrapped):
+        if isinstance(a, R.GlobalArray):
+            seen.setdefault(id(a.ary), a.ary)
+    return [(st, st.copy()) for st in seen.values()]
+
+
+def _flat_args(args):
+    for a in args:
+        if isinstance(a, tuple):
+            yield from _flat_args(a)
+        else:
+            yield a
 
 
 def trace_launch(kernel, grid, block, args, *, shared_bytes: int = 0, gpu: "GPUConfig | str" = "h100",
@@ -239,6 +338,8 @@ def _observer_gpu():
 
 def launch(kernel, grid, block, args, shared_bytes=0):
     """A plain ``kernel[grid, block](...)``: execute; record and publish the trace only if someone listens."""
+    if isinstance(kernel, Kernel):
+        kernel._note_overload(args)
     record = bool(trace_mod.launch_observers)
     tr = run(kernel, grid, block, args, shared_bytes=shared_bytes, record=record,
              gpu=_observer_gpu() if record else None)
@@ -252,7 +353,7 @@ class Kernel:
 
     _gpusim_frontend = "cuda"
 
-    def __init__(self, py_func, device=False, **options):
+    def __init__(self, py_func, device=False, signatures=(), **options):
         self.py_func = py_func
         self.device = bool(device)
         self.options = options
@@ -261,6 +362,47 @@ class Kernel:
         self.__doc__ = py_func.__doc__
         self.__module__ = py_func.__module__
         self.__wrapped__ = py_func
+        #: numba's ``overloads``: argument types -> compiled kernel, one per signature given to ``cuda.jit``
+        #: (compiled eagerly, as numba does) or per distinct argument types launched with
+        self.overloads: dict = {}
+        self.signatures = [nbtypes.parse_signature(sg) for sg in signatures]
+        for sg in self.signatures:
+            self.overloads[sg.args] = _Overload(self, sg)
+        if self.signatures and not self.device:
+            compile_kernel(self)             # an eager signature compiles now: source errors surface here
+
+    @property
+    def specialized(self) -> bool:
+        return len(self.signatures) == 1
+
+    def _note_overload(self, args) -> None:
+        if self.signatures:
+            return
+        try:
+            key = tuple(nbtypes.typeof(a) for a in args)
+        except TypeError:
+            return
+        if key not in self.overloads:
+            self.overloads[key] = _Overload(self, nbtypes.Signature(nbtypes.void, key))
+
+    def max_cooperative_grid_blocks(self, blockdim, dynsmemsize=0) -> int:
+        """The most blocks of ``blockdim`` threads a cooperative launch of this kernel may have (see
+        ``_Overload.max_cooperative_grid_blocks``)."""
+        return _Overload(self, None).max_cooperative_grid_blocks(blockdim, dynsmemsize)
+
+    def _no_binary(self, what):
+        raise GpusimError(f"kernel {self.__name__!r}: gpusim simulates the kernel's Python source and generates no "
+                          f"{what}; the per-line instruction counts of the simulated SASS are in the trace "
+                          "(gpusim.cuda.trace_launch(kernel, grid, block, args) and its report)")
+
+    def inspect_asm(self, signature=None):
+        self._no_binary("PTX")
+
+    def inspect_sass(self, signature=None):
+        self._no_binary("SASS")
+
+    def inspect_llvm(self, signature=None):
+        self._no_binary("LLVM IR")
 
     def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -270,7 +412,9 @@ class Kernel:
         return _Launcher(self, grid, block, shared)
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
-        tpb = tpb or 128
+        """numba's ``kernel.forall(n)(*args)``: enough blocks to cover ``n`` threads.  numba asks the driver for
+        the block size of highest occupancy; this uses ``FORALL_BLOCK`` threads unless ``tpb`` is given."""
+        tpb = tpb or FORALL_BLOCK
         return _Launcher(self, max(1, -(-int(ntasks) // tpb)), tpb, sharedmem)
 
     def __call__(self, *args, **kw):
@@ -281,6 +425,43 @@ class Kernel:
 
     def __repr__(self):
         return f"<gpusim.cuda kernel {self.__name__}{' (device)' if self.device else ''}>"
+
+
+#: block size of ``kernel.forall(n)`` when none is given
+FORALL_BLOCK = 128
+
+
+class _Overload:
+    """One entry of ``kernel.overloads``: the kernel compiled for one signature (numba's ``_Kernel``)."""
+
+    def __init__(self, kernel: Kernel, signature):
+        self.kernel = kernel
+        self.signature = signature
+        self.argument_types = signature.args if signature is not None else ()
+        self.py_func = kernel.py_func
+        self.name = kernel.__name__
+
+    def max_cooperative_grid_blocks(self, blockdim, dynsmemsize=0) -> int:
+        """Blocks of ``blockdim`` threads that fit on the chip at once (occupancy x SMs): the largest grid a
+        cooperative launch accepts.  Registers: the estimate of the kernel's last launch, else 16 (the
+        estimate's floor)."""
+        if isinstance(blockdim, (tuple, list)):
+            tpc = int(np.prod([int(b) for b in blockdim]))
+        else:
+            tpc = int(blockdim)
+        ck = compile_kernel(self.kernel)
+        regs = ck.last_registers or 16
+        return max_coresident_ctas(load_gpu(_observer_gpu() or DEFAULT_GPU), tpc, regs,
+                                   ck.shared_static_bytes + int(dynsmemsize), ck.name)
+
+    def inspect_asm(self):
+        self.kernel._no_binary("PTX")
+
+    def inspect_sass(self):
+        self.kernel._no_binary("SASS")
+
+    def __repr__(self):
+        return f"<gpusim.cuda overload {self.name}{self.signature}>"
 
 
 class _Launcher:
@@ -295,12 +476,18 @@ def jit(func_or_sig=None, device=False, **options):
     """``@cuda.jit``, ``@cuda.jit(...)``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(device=True)``.
 
     numba options (fastmath, cache, debug, lineinfo, opt, inline, max_registers ...) are accepted and ignored.
+    A signature (a string ``"void(float32[:], int32)"``, ``void(float32[:])``, a tuple of argument types
+    ``(int32[:, ::1],)`` or a list of them) compiles the kernel eagerly and keys ``kernel.overloads``.
     """
-    if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)):
+    if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)) \
+            and not isinstance(func_or_sig, (nbtypes.Type, nbtypes.Signature)):
         return Kernel(func_or_sig, device=device, **options)
+    sigs = ()
+    if func_or_sig is not None:
+        sigs = func_or_sig if isinstance(func_or_sig, list) else [func_or_sig]
 
     def deco(f):
-        return Kernel(f, device=device, **options)
+        return Kernel(f, device=device, signatures=sigs, **options)
     return deco
 
 

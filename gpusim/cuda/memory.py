@@ -60,6 +60,16 @@ class AddressSpace:
         return hit[1] + off
 
 
+    def resolve(self, addr: int):
+        """(root array, byte offset) of the allocation holding device address ``addr``, or None."""
+        for ref, base, nbytes in self._blocks.values():
+            if base <= addr < base + nbytes:
+                root = ref()
+                if root is not None:
+                    return root, addr - base
+        return None
+
+
 ADDRESS_SPACE = AddressSpace()
 
 
@@ -90,6 +100,14 @@ class DeviceNDArray:
     @property
     def device_ctypes_pointer(self):
         return ADDRESS_SPACE.address_of(self._ary)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA Array Interface (version 3) with the array's simulated device address: a kernel taking a
+        ``CPointer`` argument accepts ``data[0]`` and reaches this array through it."""
+        a = self._ary
+        return {"shape": a.shape, "strides": None if a.flags.c_contiguous else a.strides,
+                "data": (ADDRESS_SPACE.address_of(a), False), "typestr": a.dtype.str, "version": 3}
 
     def copy_to_host(self, ary: np.ndarray | None = None, stream=0) -> np.ndarray:
         if ary is None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from .analysis import _contains
+from . import types as _nbtypes
 from .arith import MATH_FUNCTIONS
 from .values import const
 
@@ -33,16 +34,21 @@ for _k, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("exp2", "exp2"), ("expm1", "ex
                ("radians", "radians")):
     _NPFN[getattr(np, _k)] = _n
 _NPBUILTIN = {np.abs: "abs", np.absolute: "abs", np.minimum: "min", np.maximum: "max"}
+#: numpy's arithmetic ufuncs, by the chunk's operator names (a scalar call is the operator; with an output
+#: array, ``np.add(a, b, out)``, a loop over the elements: ``devlib.ufunc_out``)
+_NPBINOP = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "truediv",
+            np.floor_divide: "floordiv", np.remainder: "mod", np.power: "pow", np.bitwise_and: "bitand",
+            np.bitwise_or: "bitor", np.bitwise_xor: "bitxor", np.left_shift: "lshift", np.right_shift: "rshift"}
 
 _CUDA_VALUE = {("threadIdx",): "tid", ("blockIdx",): "ctaid", ("blockDim",): "ntid", ("gridDim",): "nctaid"}
 _CUDA_PREFIXES = {(), ("threadIdx",), ("blockIdx",), ("blockDim",), ("gridDim",), ("shared",), ("local",),
-                  ("const",), ("atomic",)}
+                  ("const",), ("atomic",), ("cg",), ("random",), ("types",)}
 _CUDA_CALLS = {("grid",), ("gridsize",), ("shared", "array"), ("local", "array"), ("const", "array_like"),
                ("syncthreads",), ("syncwarp",), ("threadfence",), ("threadfence_block",),
                ("threadfence_system",), ("shfl_sync",), ("shfl_up_sync",), ("shfl_down_sync",),
                ("shfl_xor_sync",), ("ballot_sync",), ("all_sync",), ("any_sync",), ("activemask",), ("popc",),
                ("fma",), ("brev",), ("clz",), ("ffs",), ("cbrt",), ("syncthreads_count",),
-               ("syncthreads_and",), ("syncthreads_or",)}
+               ("syncthreads_and",), ("syncthreads_or",), ("cg", "this_grid")}
 _ATOMICS = {"add", "sub", "max", "min", "exch", "cas", "compare_and_swap", "and_", "or_", "xor", "inc", "dec",
             "nanmax", "nanmin"}
 
@@ -62,6 +68,25 @@ def _numba_dtype(obj):
             return None
 
 
+#: submodules of ``numba.cuda`` / ``gpusim.cuda`` a kernel may name (``from numba.cuda import cg, random``)
+_CUDA_SUBMODULES = {"cg": ("cg",), "random": ("random",)}
+
+
+def _intrinsic(obj):
+    """("cudarandom", name) for the ``cuda.random`` device functions, gpusim's or numba's; else None."""
+    tag = getattr(obj, "_gpusim_intrinsic", None)
+    if isinstance(tag, tuple) and tag[0] == "random":
+        return ("cudarandom", tag[1])
+    if isinstance(tag, tuple) and tag[0] == "cg":
+        return ("cuda", tag)
+    pf = getattr(obj, "py_func", None)
+    if isinstance(pf, types.FunctionType) and (pf.__module__ or "").endswith("cuda.random"):
+        from .random import DEVICE_FUNCTIONS
+        if pf.__name__ in DEVICE_FUNCTIONS:
+            return ("cudarandom", pf.__name__)
+    return None
+
+
 def classify(obj):
     """What a global name refers to, as a tag the compiler dispatches on."""
     if isinstance(obj, types.ModuleType):
@@ -72,9 +97,17 @@ def classify(obj):
             return ("math", obj)
         if n == "numpy":
             return ("np", obj)
-        if n == "numba" or n.startswith("numba.") and ("types" in n):
+        if n == "numba" or n.startswith("numba.") and ("types" in n) or n == "gpusim.cuda.types":
             return ("numba", obj)
+        head, _, tail = n.rpartition(".")
+        if head in ("numba.cuda", "gpusim.cuda") and tail in _CUDA_SUBMODULES:
+            return ("cuda", _CUDA_SUBMODULES[tail])
         return ("unknown", obj)
+    it = _intrinsic(obj)
+    if it is not None:
+        return it
+    if isinstance(obj, _nbtypes.Scalar):
+        return ("dtype", obj.dtype)
     if getattr(obj, "_gpusim_frontend", None) == "cuda" or \
             isinstance(getattr(obj, "py_func", None), types.FunctionType):
         return ("devfn", obj.py_func)       # gpusim / numba-cuda device functions, numba @njit helpers
@@ -88,7 +121,9 @@ def classify(obj):
         if obj in _NPFN:
             return ("mathfn", _NPFN[obj])
         if obj in _NPBUILTIN:
-            return ("builtin", _NPBUILTIN[obj])
+            return ("npufunc", _NPBUILTIN[obj])
+        if obj in _NPBINOP:
+            return ("npbinop", _NPBINOP[obj])
     except TypeError:          # unhashable
         pass
     if isinstance(obj, type) and issubclass(obj, np.generic):
@@ -104,6 +139,11 @@ def classify(obj):
         return ("ctuple", obj)
     if isinstance(obj, np.ndarray):
         return ("array", obj)
+    if type(obj).__name__ in ("DeviceNDArray", "FakeCUDAArray") and isinstance(getattr(obj, "_ary", None),
+                                                                            np.ndarray):
+        return ("devarray", obj)            # a global device array: captured by pointer, not frozen
+    if type(obj).__name__ == "ExternFunction" or getattr(obj, "_gpusim_extern", None) is not None:
+        return ("extern", obj)
     if obj is None:
         return ("none", None)
     return ("unknown", obj)
@@ -135,6 +175,19 @@ class StaticResolver:
         kind = tag[0]
         if kind == "cuda":
             path = tag[1] + (attr,)
+            if path[0] == "random" and len(path) == 2:
+                from .random import DEVICE_FUNCTIONS
+                if attr in DEVICE_FUNCTIONS:
+                    return ("cudarandom", attr)
+                raise self.unsupported(f"cuda.random.{attr} in a kernel (only the device functions "
+                                       f"{', '.join(DEVICE_FUNCTIONS)} run in kernels; create the states on the "
+                                       "host with create_xoroshiro128p_states)", node)
+            if (path[0] == "types" and len(path) == 2) or (len(path) == 1 and attr in _nbtypes.NAMESPACE):
+                t = getattr(_nbtypes, attr, None)
+                c = classify(t)
+                if c[0] == "dtype":
+                    return c
+                raise self.unsupported(f"cuda.{'.'.join(path)} in a kernel", node)
             if path in _CUDA_PREFIXES or path in _CUDA_CALLS or path[:-1] in _CUDA_VALUE and attr in "xyz" \
                     or path in (("laneid",), ("warpsize",)) or (path[0] == "atomic" and len(path) == 2):
                 if path[0] == "atomic" and len(path) == 2 and attr not in _ATOMICS:

@@ -3,7 +3,9 @@
 ``a[i] + b[i]`` becomes ``_rt.binop('add', _rt.getitem(a, i, 7), _rt.getitem(b, i, 7), 7)``; compile-time
 constants are bound once (``self.k``); ``and``/``or``/ternaries evaluate their lazy arms as lambdas (only for the
 lanes that need them); calls dispatch on what the callee resolves to: builtins, math functions, dtypes, device
-functions (inlined), and the ``cuda`` intrinsics (barriers, shuffles, votes, atomics, special registers).
+functions (inlined), the ``cuda`` intrinsics (barriers, shuffles, votes, atomics, special registers), the
+device libraries (``cuda.random``'s functions, ``cuda.cg.this_grid()``, numpy ufuncs with an output array:
+``devlib.py``) and methods of runtime objects (the grid group's ``sync()``).
 ``cuda.shared.array``/``cuda.local.array`` declarations get their layout slot here.
 """
 from __future__ import annotations
@@ -37,6 +39,9 @@ class ExpressionRewriter:
         if kind == "array":
             name = node.id if isinstance(node, ast.Name) else ast.unparse(node)
             return _rt("global_const", self.k(tag[1]), _c(name), _c(line))
+        if kind == "devarray":
+            name = node.id if isinstance(node, ast.Name) else ast.unparse(node)
+            return _rt("global_device", self.k(tag[1]), _c(name), _c(line))
         if kind == "dtype":
             return self.k(tag[1])
         if kind == "none":
@@ -171,12 +176,44 @@ class ExpressionRewriter:
         self.unused_call = None
         tag = self.static(n.func)
         if tag is None:
+            if isinstance(n.func, ast.Attribute) and not n.keywords and \
+                    not any(isinstance(a, ast.Starred) for a in n.args):
+                # a method of a runtime object: the grid group's sync() (``g = cuda.cg.this_grid(); g.sync()``)
+                return _rt("method", self.expr(n.func.value), _c(n.func.attr),
+                           ast.Tuple(elts=[self.expr(a) for a in n.args], ctx=ast.Load()), _c(line))
             raise self.unsupported(f"calling {ast.unparse(n.func)!r} (a local value)", n)
         kind = tag[0]
         if kind == "cuda":
             return self.cuda_call(tag[1], n, unused)
         if any(isinstance(a, ast.Starred) for a in n.args):
             raise self.unsupported("starred arguments", n)
+        if kind == "extern":
+            ext = tag[1]
+            what = getattr(ext, "_gpusim_extern", None) or (getattr(ext, "name", "?"), getattr(ext, "sig", "?"),
+                                                            getattr(ext, "link", None) or ())
+            src = ", ".join(str(x) for x in (what[2] if isinstance(what[2], (list, tuple)) else [what[2]])) or \
+                "no source"
+            raise self.unsupported(
+                f"calling {ast.unparse(n.func)!r}, a foreign function declared with cuda.declare_device("
+                f"{what[0]!r}, {str(what[1])!r}) and linked from {src}: gpusim runs the kernel's Python source and "
+                f"cannot execute CUDA C/C++ or PTX; write the function in Python as a @cuda.jit(device=True) "
+                f"function (it is inlined and costed like the kernel's own code)", n)
+        if kind == "cudarandom":
+            if n.keywords:
+                raise self.unsupported(f"keyword arguments to {tag[1]}", n)
+            return _rt("rng", _c(tag[1]), ast.Tuple(elts=[self.expr(a) for a in n.args], ctx=ast.Load()), _c(line))
+        if kind in ("mathfn", "npufunc", "npbinop"):
+            out = self._ufunc_out_arg(tag, n)
+            if out is not None:
+                args, outn = out
+                return _rt("ufunc_out", _c(tag[1]), ast.Tuple(elts=[self.expr(a) for a in args], ctx=ast.Load()),
+                           self.expr(outn), _c(line))
+            if kind == "npufunc":
+                kind = "builtin"
+            elif kind == "npbinop":
+                if len(n.args) != 2 or n.keywords:
+                    raise self.compile_error(f"{ast.unparse(n.func)} takes two operands here", n)
+                return _rt("binop", _c(tag[1]), self.expr(n.args[0]), self.expr(n.args[1]), _c(line))
         if kind == "devfn":
             cf, _, _ = self.ctx.compile_function(tag[1], "device")
             name = f"_gs_D_{cf.name}_{id(cf) % 100000}"
@@ -229,6 +266,23 @@ class ExpressionRewriter:
             raise self.unsupported(f"calling {what!r} ({type(tag[1]).__name__})", n)
         raise self.unsupported(f"calling {what!r}", n)
 
+    def _ufunc_out_arg(self, tag, n):
+        """(inputs, output) of a ufunc called with an output array (``np.sin(x, out)``, ``out=r``), else None."""
+        from .arith import _MATH
+        name = tag[1]
+        nin = 2 if tag[0] == "npbinop" or name in ("min", "max") else \
+            (1 if name == "abs" else _MATH[name][0] if name in _MATH else 1)
+        kws = {kw.arg: kw.value for kw in n.keywords}
+        if set(kws) - {"out"}:
+            raise self.unsupported(f"keyword arguments {sorted(set(kws) - {'out'})} to {ast.unparse(n.func)}", n)
+        if "out" in kws:
+            if len(n.args) != nin:
+                raise self.compile_error(f"{ast.unparse(n.func)} takes {nin} input(s) and out=", n)
+            return list(n.args), kws["out"]
+        if len(n.args) == nin + 1:
+            return list(n.args[:nin]), n.args[nin]
+        return None
+
     def cuda_call(self, path, n, unused):
         line = n.lineno
         if path not in _CUDA_CALLS and not (path[0] == "atomic" and len(path) == 2):
@@ -246,6 +300,11 @@ class ExpressionRewriter:
             if tag is None or tag[0] != "array":
                 raise self.compile_error("cuda.const.array_like needs a global numpy array", n)
             return _rt("global_const", self.k(tag[1]), _c(ast.unparse(n.args[0])), _c(line))
+        if path == ("cg", "this_grid"):
+            if n.args:
+                raise self.compile_error("cuda.cg.this_grid() takes no arguments", n)
+            self.ctx.cooperative = True          # numba launches kernels that use the grid group cooperatively
+            return _rt("this_grid", _c(line))
         if path in (("grid",), ("gridsize",)):
             if len(n.args) != 1:
                 raise self.compile_error(f"cuda.{path[0]} takes the number of dimensions", n)

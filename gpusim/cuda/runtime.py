@@ -34,6 +34,7 @@ machine, each in its own module:
 - ``memaccess.py``  the load/store unit: loads, stores, coalescing and bank-conflict summaries
 - ``atomics.py``    the atomic units
 - ``warp.py``       barriers, shuffles, votes
+- ``devlib.py``     device libraries: ``cuda.random``, cooperative groups' grid sync, ufuncs on arrays
 - ``unroll.py``     LLVM's runtime loop unrolling, applied when the trace table is built (``Chunk.table``)
 
 The chunk itself keeps its geometry (CTAs, warps, lanes), the special registers and ``table``, where the
@@ -49,6 +50,7 @@ from ..trace import WARP, Op, OpTable
 from .arith import MATH_FUNCTIONS, Arith
 from .atomics import Atomics
 from .control import Control, Frame
+from .devlib import DeviceLibrary
 from .indexing import Indexing
 from .memaccess import MemoryAccess
 from .recording import Recording
@@ -131,7 +133,7 @@ class Launch:
 
 # ---- the chunk ----------------------------------------------------------------------------------------------
 
-class Chunk(Recording, Arith, Control, Indexing, MemoryAccess, Atomics, WarpOps):
+class Chunk(Recording, Arith, Control, Indexing, MemoryAccess, Atomics, WarpOps, DeviceLibrary):
     """``_rt`` of the rewritten kernel: executes ``C`` consecutive CTAs in lockstep and records their trace."""
 
     def __init__(self, launch: Launch, first_cta: int, n_ctas: int):

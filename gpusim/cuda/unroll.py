@@ -123,7 +123,7 @@ def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = Non
         if drop[i]:
             resolved[i] = tuple(res(ops[i].deps))
     blocking = (OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.BARRIER, OpKind.MMA, OpKind.ASYNC_COPY,
-                OpKind.ASYNC_WAIT)
+                OpKind.ASYNC_WAIT, OpKind.GRID_SYNC)
     order = []
     pos = 0
     for a, b in sorted(regions):

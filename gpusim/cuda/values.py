@@ -207,6 +207,7 @@ class ArrayRef:
             acc *= s
         self.el_strides = tuple(reversed(el))
         self.key = next(_serial)
+        self.record = self.dtype.names is not None      # a structured dtype (the cuda.random states)
 
 
 class GlobalArray(ArrayRef):

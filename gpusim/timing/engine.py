@@ -25,7 +25,8 @@ from ..trace import KernelTrace, OpTable, Pipe
 from .chip import build_wiring
 from .memory import MemorySystem
 from .occupancy import Occupancy, occupancy
-from .sm import _ACOPY, _ALU, _ATOM, _LOAD, _LOCAL, _MMA, _SHARED, _STORE, CTA, SM, STALL_REASONS, Warp, WarpScheduler
+from .sm import (_ACOPY, _ALU, _ATOM, _BAR, _GSYNC, _LOAD, _LOCAL, _MMA, _SHARED, _STORE, CTA, SM, STALL_REASONS,
+                 Warp, WarpScheduler)
 
 INF = math.inf
 _GLOBAL_KINDS = {_LOAD, _STORE, _ACOPY, _ATOM}
@@ -105,6 +106,26 @@ class Engine:
         self._reasons: dict[int, list[int]] = {}
         self._stream_cache: dict[int, tuple[list[list[tuple]], list[int] | None]] = {}
         self._table_index = {id(t): i for i, t in enumerate(trace.tables)}
+        # grid barrier (GRID_SYNC ops of a cooperative launch): the warps waiting, the last arrival, and the
+        # warps that have exited (the barrier waits for every other warp of the grid)
+        self.grid_arrived: list[Warp] = []
+        self.grid_bar_time = 0.0
+        self.warps_exited = 0
+        self.grid_warps = trace.n_ctas * trace.warps_per_cta
+        l2 = gpu.l2
+        #: cycles from the last warp's arrival at a grid barrier to the release of all: cudaCGSynchronize's
+        #: two CTA barriers, the GPU-scope fence before the arrival (a far-L2 round trip), the arrival atomic
+        #: (atomic latency plus its trip) and the spin that sees the flipped barrier word (one and a half far
+        #: round trips on average).  Assumed from the instruction sequence (no record measures it).
+        self.grid_sync_cycles = (2 * sm.barrier_latency_cycles + l2.far_latency_cycles
+                                 + l2.atomic_latency_cycles + l2.far_latency_cycles + 1.5 * l2.far_latency_cycles)
+        if trace.meta.get("cooperative"):
+            most = self.occ.ctas_per_sm * gpu.chip.sm_count
+            if trace.n_ctas > most:
+                from ..errors import CooperativeLaunchTooLarge
+                raise CooperativeLaunchTooLarge(
+                    f"kernel {trace.name!r}: cooperative launch of {trace.n_ctas} blocks, but only {most} can be "
+                    f"resident at once on {gpu.name} (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)")
 
     # ---- trace access (cached per table/op) ---------------------------------------------------------
     def compiled(self, table: OpTable) -> list[tuple]:
@@ -142,6 +163,9 @@ class Engine:
                         else m.bytes_per_lane < 16
                     x = (memoryview(np.ascontiguousarray(m.line)), memoryview(np.ascontiguousarray(m.smask)),
                          m.ptr.tolist(), memoryview(self.mem.slices_of(m.line)), use_l1)
+                elif kind == _GSYNC:
+                    kind, x = _BAR, True                 # a barrier whose release waits for the whole grid
+                    reason = 4
                 else:
                     x = None
                 n = op.n_inst
@@ -283,8 +307,11 @@ class Engine:
         w.ready_at = INF
         w.pending = None               # its scoreboard is dead: free it
         self.warp_info[w.uid][5] = t
+        self.warps_exited += 1
         if cta.bar_arrived and len(cta.bar_arrived) == cta.live:
             self._release_barrier(cta)
+        if self.grid_arrived and len(self.grid_arrived) == self.grid_warps - self.warps_exited:
+            self._release_grid_barrier()
         if cta.live == 0:
             cta.t_end = t
             sm.ctas.remove(cta)
@@ -322,6 +349,28 @@ class Engine:
             w.sched.wake()
         cta.bar_arrived = []
         cta.bar_time = 0.0
+
+    def grid_barrier_arrive(self, w: Warp, t: float) -> None:
+        """A warp reaches a grid barrier (GRID_SYNC): it waits until every warp of the grid that has not exited
+        has arrived (a cooperative launch has them all resident)."""
+        w.ready_at = INF
+        w.t_arrive = t
+        self.grid_arrived.append(w)
+        if t > self.grid_bar_time:
+            self.grid_bar_time = t
+        if len(self.grid_arrived) == self.grid_warps - self.warps_exited:
+            self._release_grid_barrier()
+
+    def _release_grid_barrier(self) -> None:
+        t = self.grid_bar_time + self.grid_sync_cycles
+        for w in self.grid_arrived:
+            self.stall_cycles[4] += t - w.t_arrive
+            if self.timeline is not None:
+                self.timeline.append((w.cta.sm.index, w.sched.index, w.uid, w.t_arrive, t, 4, -1, -1))
+            w.ready_at = t
+            w.sched.wake()
+        self.grid_arrived = []
+        self.grid_bar_time = 0.0
 
     def _active_cycles(self) -> float:
         """Cycles during which each SM held at least one warp, summed over SMs (the union of its CTAs' spans)."""

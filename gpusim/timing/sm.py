@@ -4,8 +4,9 @@ Picture each sub-partition's warp scheduler choosing, every clock, one ready war
 instruction to a pipe.  Simulating that clock by clock costs one event per instruction; instead a scheduler
 lets the chosen warp run an *interval*: its instructions issue back to back (one per clock, slower when a pipe
 is busy or a dependent chain must wait) until the warp needs a result still in flight (the scoreboard), reaches
-a barrier, or runs more than ``WINDOW`` cycles ahead of the scheduler.  The scheduler is charged one clock per
-instruction issued and picks again; a warp that is not ready is skipped.  Pipes keep a reservation clock, so
+a barrier (its CTA's, or the grid's in a cooperative launch: ``Engine.grid_barrier_arrive``), or runs more
+than ``WINDOW`` cycles ahead of the scheduler.  The scheduler is charged one clock per instruction issued and
+picks again; a warp that is not ready is skipped.  Pipes keep a reservation clock, so
 two warps sharing the FP64 pipe each see it busy.  Loads are issued into the memory system at their issue
 clock and the scoreboard records when their data returns; consumers wait for it.
 
@@ -31,9 +32,9 @@ MAX_INTERVAL_INST = 512
 STALL_REASONS = ("selected", "not_selected", "long_scoreboard", "short_scoreboard", "barrier",
                  "math_pipe_throttle", "wait", "lg_throttle", "mio_throttle", "tensor_wait", "drain")
 
-_ALU, _LOAD, _STORE, _ATOM, _BAR, _MMA, _ACOPY, _AWAIT = (int(k) for k in (
+_ALU, _LOAD, _STORE, _ATOM, _BAR, _MMA, _ACOPY, _AWAIT, _GSYNC = (int(k) for k in (
     OpKind.ALU, OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.BARRIER, OpKind.MMA, OpKind.ASYNC_COPY,
-    OpKind.ASYNC_WAIT))
+    OpKind.ASYNC_WAIT, OpKind.GRID_SYNC))
 _SHARED, _LOCAL = int(Space.SHARED), int(Space.LOCAL)
 _LSU = int(Pipe.LSU)
 _TENSOR = int(Pipe.TENSOR)
@@ -306,7 +307,10 @@ class WarpScheduler:
             if tl is not None:
                 tl.append((self.sm.index, self.index, w.uid, end, dep_t, reason, k, k))
         elif stop == 2:
-            eng.barrier_arrive(w, end)
+            if x is True:                # a grid barrier (GRID_SYNC, compiled as a barrier whose x is True)
+                eng.grid_barrier_arrive(w, end)
+            else:
+                eng.barrier_arrive(w, end)
         elif pc >= n:
             w.done = True
         return issued

@@ -1,0 +1,807 @@
+"""numba-cuda compatibility of gpusim.cuda (project issue 12): ``cuda.random``, cooperative groups' grid sync,
+ufuncs with output arrays, ``cuda.reduce``, ``kernel.overloads``, numba's type names and signatures -- and
+numba-cuda's documentation examples (numba_cuda/numba/cuda/tests/doc_examples), run unchanged.
+
+Each feature is checked against numpy / analytic values and numba's host-side reference; the ``contract`` tests
+run the same kernels under numba's own CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, in a subprocess).
+"""
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import numba_compat_kernels as K
+from gpusim import cuda
+from gpusim import trace as trace_mod
+from gpusim.cuda import random as grandom
+from gpusim.errors import CooperativeLaunchTooLarge, UnsupportedConstruct
+from gpusim.timing import run as engine_run
+from gpusim.trace import OpKind
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+
+
+def _numba_sim(script: str, *args, timeout=600):
+    """Run ``script`` under numba's CUDA simulator in a subprocess (kernels from numba_compat_kernels.py)."""
+    pytest.importorskip("numba")
+    pytest.importorskip("numba.cuda")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", GPUSIM_TEST_FRONTEND="numba",
+               PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT)]))
+    pre = "import numpy as np\nif not hasattr(np, 'row_stack'): np.row_stack = np.vstack\n"
+    r = subprocess.run([sys.executable, "-c", pre + textwrap.dedent(script), *map(str, args)], env=env,
+                       capture_output=True, text=True, timeout=timeout, cwd=str(HERE))
+    assert r.returncode == 0, f"numba's simulator failed:\n{r.stderr[-3000:]}"
+    return r
+
+
+# ---- cuda.random --------------------------------------------------------------------------------------------------
+
+def test_random_states_are_splitmix_then_jumps():
+    st = grandom.create_xoroshiro128p_states(5, seed=7, subsequence_start=2).copy_to_host()
+    assert st.dtype == grandom.xoroshiro128p_dtype and st.dtype.names == ("s0", "s1") and st.dtype.itemsize == 16
+    z = grandom.splitmix64(np.uint64(7))
+    s0, s1 = np.array([z]), np.array([z])
+    with np.errstate(over="ignore"):
+        for i in range(2 + 5):
+            if i >= 2:
+                assert (st["s0"][i - 2], st["s1"][i - 2]) == (s0[0], s1[0]), i
+            s0, s1 = grandom.jump_state(s0, s1)
+
+
+def test_random_host_functions_match_the_algorithm():
+    st = grandom.create_xoroshiro128p_states(2, seed=3).copy_to_host()
+    s0, s1 = int(st["s0"][1]), int(st["s1"][1])
+    m = (1 << 64) - 1
+    res = (s0 + s1) & m
+    x1 = s1 ^ s0
+    rot = lambda x, k: ((x << k) | (x >> (64 - k))) & m       # noqa: E731
+    assert int(grandom.xoroshiro128p_next(st, 1)) == res
+    assert int(st["s0"][1]) == rot(s0, 55) ^ x1 ^ ((x1 << 14) & m) and int(st["s1"][1]) == rot(x1, 36)
+    u = grandom.xoroshiro128p_uniform_float64(st, 1)
+    assert 0.0 <= u < 1.0 and u * 2.0 ** 53 == int(u * 2.0 ** 53)
+
+
+def test_random_kernel_matches_host_reference():
+    init, final, (u32, u64, nxt, n32, n64) = K.rng_launch(n=70, block=32, seed=99, subsequence_start=1)
+    h = init.copy()
+    for i in range(70):
+        for k in range(K.DRAWS):
+            assert u32[i, k] == grandom.xoroshiro128p_uniform_float32(h, i)
+            assert u64[i, k] == grandom.xoroshiro128p_uniform_float64(h, i)
+            assert nxt[i, k] == grandom.xoroshiro128p_next(h, i)
+            np.testing.assert_allclose(n32[i, k], grandom.xoroshiro128p_normal_float32(h, i), rtol=2e-6)
+            np.testing.assert_allclose(n64[i, k], grandom.xoroshiro128p_normal_float64(h, i), rtol=1e-12)
+    assert np.array_equal(final.view(np.uint64), h.view(np.uint64))      # the states advanced in memory
+    assert 0.0 <= u32.min() and u32.max() < 1.0 and abs(float(n64.mean())) < 0.5
+
+
+def test_random_trace_records_state_traffic_and_integer_ops():
+    states = grandom.create_xoroshiro128p_states(64, seed=1)
+    outs = [np.zeros((64, K.DRAWS), d) for d in (np.float32, np.float64, np.uint64, np.float32, np.float64)]
+    tr = cuda.trace_launch(K.rng_draws, 2, 32, [states] + outs)
+    labels = [op.label for t in tr.tables for op in t.ops]
+    assert any(lab.startswith("SHF.L.W+LOP3") for lab in labels)             # the xoroshiro step (costs.rng_next)
+    assert "I2F.F64.U64" in labels
+    assert labels.count("LDG.E.64") >= 2 and labels.count("STG.E.64") >= 2    # the state: two words in, two out
+    assert tr.instruction_counts()["per_pipe"]["int"] > 0
+    assert engine_run(tr, "h100").cycles > 0
+
+
+@pytest.mark.contract
+def test_random_host_states_and_draws_match_numba(tmp_path):
+    out = tmp_path / "nb.npz"
+    _numba_sim("""
+        import sys
+        import numpy as np
+        from numba.cuda import random as nr
+        st = nr.create_xoroshiro128p_states(40, seed=2024, subsequence_start=3).copy_to_host()
+        h = st.copy()
+        u = [nr.xoroshiro128p_uniform_float32(h, i % 40) for i in range(100)]
+        d = [nr.xoroshiro128p_uniform_float64(h, i % 40) for i in range(100)]
+        x = [int(nr.xoroshiro128p_next(h, i % 40)) for i in range(100)]
+        np.savez(sys.argv[1], st=st.view(np.uint64), u=np.array(u, np.float32), d=np.array(d), x=np.array(x, np.uint64))
+    """, out)
+    nb = np.load(out)
+    st = grandom.create_xoroshiro128p_states(40, seed=2024, subsequence_start=3).copy_to_host()
+    assert np.array_equal(st.view(np.uint64), nb["st"])
+    h = st.copy()
+    assert np.array_equal([grandom.xoroshiro128p_uniform_float32(h, i % 40) for i in range(100)], nb["u"])
+    assert np.array_equal([grandom.xoroshiro128p_uniform_float64(h, i % 40) for i in range(100)], nb["d"])
+    assert np.array_equal(np.array([grandom.xoroshiro128p_next(h, i % 40) for i in range(100)], np.uint64), nb["x"])
+
+
+@pytest.mark.contract
+def test_random_kernel_matches_numba_simulator(tmp_path):
+    out = tmp_path / "nb.npz"
+    _numba_sim("""
+        import sys
+        import numpy as np
+        import numba_compat_kernels as K
+        init, final, outs = K.rng_launch(n=40, block=16, seed=5)
+        np.savez(sys.argv[1], init=init.view(np.uint64), final=final.view(np.uint64), *outs)
+    """, out)
+    nb = np.load(out)
+    init, final, outs = K.rng_launch(n=40, block=16, seed=5)
+    assert np.array_equal(init.view(np.uint64), nb["init"])
+    assert np.array_equal(final.view(np.uint64), nb["final"])
+    for k in range(3):                                   # uniform float32/float64 and next: bit-identical
+        assert np.array_equal(outs[k], nb[f"arr_{k}"]), k
+    # normals: numba's simulator takes math.log of a float32 in double precision (the GPU, and gpusim, in float32)
+    np.testing.assert_allclose(outs[3], nb["arr_3"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[4], nb["arr_4"], rtol=1e-6, atol=1e-7)
+
+
+def test_numba_random_and_cg_names_map_onto_gpusim(tmp_path):
+    """A kernel written against numba's modules (``from numba import cuda``, numba.cuda.random) simulates."""
+    pytest.importorskip("numba.cuda")
+    pytest.importorskip("numba.cuda.random")
+    src = tmp_path / "numba_names_kernel.py"
+    ns = {}
+    code = textwrap.dedent("""
+        from numba import cuda
+        from numba.cuda.random import xoroshiro128p_uniform_float32
+
+        def k(states, out):
+            i = cuda.grid(1)
+            g = cuda.cg.this_grid()
+            out[i] = xoroshiro128p_uniform_float32(states, i)
+            g.sync()
+    """)
+    src.write_text(code)
+    exec(compile(code, str(src), "exec"), ns)
+    states = grandom.create_xoroshiro128p_states(64, seed=11)
+    ref = states.copy_to_host()
+    out = np.zeros(64, np.float32)
+    tr = cuda.trace_launch(ns["k"], 2, 32, [states, out])
+    assert np.array_equal(out, [grandom.xoroshiro128p_uniform_float32(ref, i) for i in range(64)])
+    assert any(op.kind == OpKind.GRID_SYNC for t in tr.tables for op in t.ops)
+
+
+# ---- cooperative groups: grid sync -------------------------------------------------------------------------------
+
+def test_grid_sync_two_phase_reads_other_ctas_writes():
+    n_blocks, block = 264, 256                      # 2 per SM (8 blocks of 256 threads would fit)
+    n = n_blocks * block
+    a = np.zeros(n, np.int64)
+    out = np.zeros(n, np.int64)
+    tr = cuda.trace_launch(K.grid_two_phase, n_blocks, block, [a, out])
+    idx = (np.arange(n) + block) % n
+    assert np.array_equal(out, 3 * idx + 1)        # every read sees another CTA's phase-1 write
+    assert len(tr.tables) == 1 and tr.meta.get("cooperative")
+    syncs = [op for t in tr.tables for op in t.ops if op.kind == OpKind.GRID_SYNC]
+    assert len(syncs) == 1 and syncs[0].line > 0
+    r = engine_run(tr, "h100")
+    assert r.stall_cycles["barrier"] > 0
+    # every warp leaves the barrier together: none exits before the last one has arrived at it
+    starts = [w[4] for w in r.warps.values()]
+    exits = [w[5] for w in r.warps.values()]
+    assert min(exits) > max(starts)
+
+
+def test_grid_sync_barrier_costs_time():
+    n = 132 * 128
+    a, out = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    with_sync = engine_run(cuda.trace_launch(K.grid_two_phase, 132, 128, [a, out]), "h100").cycles
+    tr = cuda.trace_launch(_no_sync, 132, 128, [a, out])
+    assert not any(op.kind == OpKind.GRID_SYNC for t in tr.tables for op in t.ops)
+    without = engine_run(tr, "h100").cycles
+    assert with_sync > without + 500
+
+
+@cuda.jit
+def _no_sync(a, out):
+    i = cuda.grid(1)
+    n = cuda.gridsize(1)
+    a[i] = 3 * i + 1
+    out[i] = a[(i + cuda.blockDim.x) % n]
+
+
+def test_grid_sync_grid_too_large_is_refused():
+    n = 300 * 1024
+    a, out = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    with pytest.raises(CooperativeLaunchTooLarge) as e:
+        K.grid_two_phase[300, 1024](a, out)        # 264 blocks of 1024 threads fit on an H100 at once
+    msg = str(e.value)
+    assert "grid_two_phase" in msg and "(300, 1, 1)" in msg and "cudaErrorCooperativeLaunchTooLarge" in msg
+    assert "264" in msg and "max_cooperative_grid_blocks" in msg
+    assert not a.any() and not out.any()            # a refused launch writes nothing
+
+
+def test_max_cooperative_grid_blocks():
+    @cuda.jit("void(int64[:], int64[:])")
+    def k(a, out):
+        g = cuda.cg.this_grid()
+        g.sync()
+
+    ov = k.overloads[(cuda.int64[:], cuda.int64[:])]
+    assert ov.max_cooperative_grid_blocks(32) == 132 * 32         # CTA slots
+    assert ov.max_cooperative_grid_blocks(1024) == 132 * 2        # warps
+    assert ov.max_cooperative_grid_blocks((16, 16)) == 132 * 8
+
+
+@pytest.mark.contract
+def test_grid_sync_matches_numba_simulator(tmp_path):
+    out = tmp_path / "nb.npz"
+    _numba_sim("""
+        import sys
+        import numpy as np
+        import numba_compat_kernels as K
+        a = np.zeros(64, np.int64); out = np.zeros(64, np.int64)
+        K.grid_two_phase[1, 64](a, out)      # numba's simulator runs cooperative grids of one block
+        np.savez(sys.argv[1], a=a, out=out)
+    """, out)
+    nb = np.load(out)
+    a, o = np.zeros(64, np.int64), np.zeros(64, np.int64)
+    K.grid_two_phase[1, 64](a, o)
+    assert np.array_equal(a, nb["a"]) and np.array_equal(o, nb["out"])
+
+
+# ---- ufuncs, reduce, types ----------------------------------------------------------------------------------------
+
+@cuda.jit
+def _ufuncs(x, y, r_sin, r_add, r2, s):
+    np.sin(x, r_sin)
+    np.add(x, y, out=r_add)
+    np.cos(r2, r2)
+    i = cuda.grid(1)
+    if i < s.size:
+        s[i] = np.exp(x[i]) + np.maximum(x[i], y[i]) + np.multiply(x[i], 2.0)
+
+
+def test_ufuncs_with_output_arrays_and_on_scalars():
+    x = np.linspace(-3, 3, 17).astype(np.float32)
+    y = np.linspace(1, 2, 17).astype(np.float32)
+    r_sin, r_add, s = np.zeros_like(x), np.zeros_like(x), np.zeros(17)
+    m = np.arange(12, dtype=np.float64).reshape(3, 4)
+    m0 = m.copy()
+    _ufuncs[1, 1](x, y, r_sin, r_add, m, s)
+    np.testing.assert_allclose(r_sin, np.sin(x), rtol=1e-6)
+    np.testing.assert_allclose(r_add, x + y)
+    np.testing.assert_allclose(m, np.cos(m0))
+    assert s[0] == pytest.approx(np.exp(x[0]) + max(x[0], y[0]) + 2 * x[0], rel=1e-6) and not s[1:].any()
+
+
+def test_reduce_simulates_numbas_reduction_kernel():
+    seen = []
+    trace_mod.launch_observers.append(seen.append)
+    try:
+        sum_reduce = cuda.reduce(lambda a, b: a + b)
+        x = np.arange(128 * 64 * 3 + 77, dtype=np.float64)
+        assert sum_reduce(x) == x.sum()
+    finally:
+        trace_mod.launch_observers.remove(seen.append)
+    # numba's launches: full blocks (at most 64 of 128 threads), the partial block, the partials
+    assert [(t.grid[0], t.block[0]) for t in seen] == [(64, 128), (1, 77), (1, 65)]
+    assert all(t.name == "gpu_reduce_block_strided" for t in seen)
+
+    @cuda.reduce
+    def max_reduce(a, b):
+        return max(a, b)
+
+    v = np.random.default_rng(0).random(1000)
+    assert max_reduce(v) == v.max()
+    assert cuda.reduce(lambda a, b: a + b)(np.arange(10, dtype=np.int64), init=5) == 50
+    assert sum_reduce(np.arange(300, dtype=np.int32), size=100) == np.arange(100).sum()
+    res = cuda.device_array(1, np.float64)
+    assert sum_reduce(cuda.to_device(np.ones(50)), res=res) is None and res.copy_to_host()[0] == 50
+    assert sum_reduce(np.zeros(0), init=3.0) == 3.0
+
+
+def test_numba_types_signatures_and_overloads():
+    from gpusim.cuda import types as T
+    assert cuda.float32 is T.float32 and str(T.float32[:]) == "array(float32, 1d, A)"
+    assert str(T.int32[:, ::1]) == "array(int32, 2d, C)" and str(T.float64[::1, :]) == "array(float64, 2d, F)"
+    assert T.float32(1.5) == np.float32(1.5) and str(T.void(T.float32[:])) == "none(array(float32, 1d, A))"
+    assert T.parse_signature("void(float32[:], int32)").args == (T.float32[:], T.int32)
+
+    @cuda.jit("void(float32[:], float32[:])")
+    def scale(a, out):
+        tmp = cuda.local.array(3, T.float32)
+        buf = cuda.shared.array(32, dtype=cuda.float32)
+        i = cuda.grid(1)
+        tmp[0] = a[i]
+        buf[cuda.threadIdx.x] = tmp[0] * cuda.float32(2)
+        cuda.syncthreads()
+        if i < out.size:
+            out[i] = buf[cuda.threadIdx.x] + cuda.types.float32(0.5)
+
+    assert list(scale.overloads) == [(T.float32[:], T.float32[:])]
+    a = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(a)
+    scale[2, 32](a, out)
+    np.testing.assert_array_equal(out, 2 * a + 0.5)
+
+    @cuda.jit
+    def lazy(a):
+        a[0, 0] = 1
+
+    lazy[1, 1](np.zeros((2, 3), np.int32))
+    assert list(lazy.overloads) == [(T.Array(T.int32, 2, "C"),)]
+
+
+def test_unsupported_constructs_name_file_line_and_fix():
+    @cuda.jit
+    def bad_method(a):
+        a.sum()
+
+    with pytest.raises(UnsupportedConstruct) as e:
+        bad_method[1, 1](np.zeros(4))
+    assert "method .sum()" in str(e.value) and f"{__file__}:" in str(e.value)
+
+    @cuda.jit
+    def bad_record(states, out):
+        out[0] = states[0]
+
+    with pytest.raises(UnsupportedConstruct) as e:
+        bad_record[1, 1](grandom.create_xoroshiro128p_states(4, 1), np.zeros(4))
+    assert "record array" in str(e.value) and "cuda.random" in str(e.value)
+
+    @cuda.jit
+    def bad_host_rng(out):
+        s = cuda.random.create_xoroshiro128p_states(4, 1)
+        out[0] = s
+
+    with pytest.raises(UnsupportedConstruct) as e:
+        bad_host_rng[1, 1](np.zeros(4))
+    assert "create_xoroshiro128p_states" in str(e.value) and "on the host" in str(e.value)
+
+
+# ---- numba-cuda's documentation examples, unchanged (sizes reduced where the example is large) -------------------
+
+def test_doc_vecadd():
+    @cuda.jit
+    def f(a, b, c):
+        # like threadIdx.x + (blockIdx.x * blockDim.x)
+        tid = cuda.grid(1)
+        size = len(c)
+
+        if tid < size:
+            c[tid] = a[tid] + b[tid]
+
+    np.random.seed(1)
+    N = 100000
+    a = cuda.to_device(np.random.random(N))
+    b = cuda.to_device(np.random.random(N))
+    c = cuda.device_array_like(a)
+    f.forall(len(a))(a, b, c)
+    np.testing.assert_equal(c.copy_to_host(), a.copy_to_host() + b.copy_to_host())
+    c = cuda.device_array_like(a)
+    nthreads = 256
+    nblocks = (len(a) // nthreads) + 1
+    f[nblocks, nthreads](a, b, c)
+    np.testing.assert_equal(c.copy_to_host(), a.copy_to_host() + b.copy_to_host())
+
+
+def test_doc_matmul_naive_and_shared():
+    from gpusim.cuda import float32
+
+    @cuda.jit
+    def matmul(A, B, C):
+        """Perform square matrix multiplication of C = A * B."""
+        i, j = cuda.grid(2)
+        if i < C.shape[0] and j < C.shape[1]:
+            tmp = 0.0
+            for k in range(A.shape[1]):
+                tmp += A[i, k] * B[k, j]
+            C[i, j] = tmp
+
+    x_h = np.arange(16).reshape([4, 4])
+    y_h = np.ones([4, 4])
+    z_d = cuda.to_device(np.zeros([4, 4]))
+    threadsperblock = (16, 16)
+    blockspergrid = (math.ceil(4 / 16), math.ceil(4 / 16))
+    matmul[blockspergrid, threadsperblock](cuda.to_device(x_h), cuda.to_device(y_h), z_d)
+    assert np.all(z_d.copy_to_host() == x_h @ y_h)
+
+    TPB = 16
+
+    @cuda.jit
+    def fast_matmul(A, B, C):
+        sA = cuda.shared.array(shape=(TPB, TPB), dtype=float32)
+        sB = cuda.shared.array(shape=(TPB, TPB), dtype=float32)
+
+        x, y = cuda.grid(2)
+
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        bpg = cuda.gridDim.x  # blocks per grid
+
+        tmp = float32(0.0)
+        for i in range(bpg):
+            sA[ty, tx] = 0
+            sB[ty, tx] = 0
+            if y < A.shape[0] and (tx + i * TPB) < A.shape[1]:
+                sA[ty, tx] = A[y, tx + i * TPB]
+            if x < B.shape[1] and (ty + i * TPB) < B.shape[0]:
+                sB[ty, tx] = B[ty + i * TPB, x]
+            cuda.syncthreads()
+            for j in range(TPB):
+                tmp += sA[ty, j] * sB[j, tx]
+            cuda.syncthreads()
+        if y < C.shape[0] and x < C.shape[1]:
+            C[y, x] = tmp
+
+    for xs, ys in (((4, 4), (4, 4)), ((5, 23), (23, 7))):
+        x_h = np.arange(int(np.prod(xs))).reshape(xs)
+        y_h = np.ones(ys)
+        z_h = np.zeros([xs[0], ys[1]])
+        z_d = cuda.to_device(z_h)
+        grid_y_max = max(x_h.shape[0], y_h.shape[0])
+        grid_x_max = max(x_h.shape[1], y_h.shape[1])
+        blockspergrid = (math.ceil(grid_x_max / TPB), math.ceil(grid_y_max / TPB))
+        fast_matmul[blockspergrid, (TPB, TPB)](cuda.to_device(x_h), cuda.to_device(y_h), z_d)
+        assert np.all(z_d.copy_to_host() == x_h @ y_h)
+
+
+def test_doc_reduction():
+    from gpusim.cuda.types import int32
+
+    a = cuda.to_device(np.arange(1024))
+    nelem = len(a)
+
+    @cuda.jit
+    def array_sum(data):
+        tid = cuda.threadIdx.x
+        size = len(data)
+        if tid < size:
+            i = cuda.grid(1)
+
+            # Declare an array in shared memory
+            shr = cuda.shared.array(nelem, int32)
+            shr[tid] = data[i]
+
+            cuda.syncthreads()
+
+            s = 1
+            while s < cuda.blockDim.x:
+                if tid % (2 * s) == 0:
+                    shr[tid] += shr[tid + s]
+                s *= 2
+                cuda.syncthreads()
+
+            if tid == 0:
+                data[tid] = shr[tid]
+
+    array_sum[1, nelem](a)
+    np.testing.assert_equal(a[0], sum(np.arange(1024)))
+
+
+def test_doc_laplace_grid_sync():
+    size = 1001
+    data = np.zeros(size)
+    data[500] = 10000
+    buf_0 = cuda.to_device(data)
+    buf_1 = cuda.device_array_like(buf_0)
+    niter = 400                                      # the example's 10000 takes ~6 s here; the physics is the same
+
+    @cuda.jit
+    def solve_heat_equation(buf_0, buf_1, timesteps, k):
+        i = cuda.grid(1)
+
+        # Don't continue if our index is outside the domain
+        if i >= len(buf_0):
+            return
+
+        # Prepare to do a grid-wide synchronization later
+        grid = cuda.cg.this_grid()
+
+        for step in range(timesteps):
+            # Select the buffer from the previous timestep
+            if (step % 2) == 0:
+                data = buf_0
+                next_data = buf_1
+            else:
+                data = buf_1
+                next_data = buf_0
+
+            # Get the current temperature associated with this point
+            curr_temp = data[i]
+
+            # Apply formula from finite difference equation
+            if i == 0:
+                # Left wall is held at T = 0
+                next_temp = curr_temp + k * (data[i + 1] - (2 * curr_temp))
+            elif i == len(data) - 1:
+                # Right wall is held at T = 0
+                next_temp = curr_temp + k * (data[i - 1] - (2 * curr_temp))
+            else:
+                # Interior points are a weighted average of their neighbors
+                next_temp = curr_temp + k * (
+                    data[i - 1] - (2 * curr_temp) + data[i + 1]
+                )
+
+            # Write new value to the next buffer
+            next_data[i] = next_temp
+
+            # Wait for every thread to write before moving on
+            grid.sync()
+
+    solve_heat_equation.forall(len(data))(buf_0, buf_1, niter, 0.25)
+    results = buf_1.copy_to_host()
+    d, nd = data.copy(), np.zeros(size)
+    for step in range(niter):
+        src, dst = (d, nd) if step % 2 == 0 else (nd, d)
+        dst[:] = src + 0.25 * (np.concatenate(([0.0], src[:-1])) - 2 * src + np.concatenate((src[1:], [0.0])))
+    np.testing.assert_allclose(results, nd, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(results.sum(), 10000)
+
+
+def test_doc_montecarlo():
+    numba = pytest.importorskip("numba")
+    from gpusim.cuda.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
+
+    # number of samples, higher will lead to a more accurate answer
+    nsamps = 1000000
+
+    @cuda.jit
+    def mc_integrator_kernel(out, rng_states, lower_lim, upper_lim):
+        size = len(out)
+
+        gid = cuda.grid(1)
+        if gid < size:
+            # draw a sample between 0 and 1 on this thread
+            samp = xoroshiro128p_uniform_float32(rng_states, gid)
+
+            # normalize this sample to the limit range
+            samp = samp * (upper_lim - lower_lim) + lower_lim
+
+            # evaluate the function to be
+            # integrated at the normalized
+            # value of the sample
+            y = func(samp)
+            out[gid] = y
+
+    @cuda.reduce
+    def sum_reduce(a, b):
+        return a + b
+
+    def mc_integrate(lower_lim, upper_lim, nsamps):
+        out = cuda.to_device(np.zeros(nsamps, dtype="float32"))
+        rng_states = create_xoroshiro128p_states(nsamps, seed=42)
+        mc_integrator_kernel.forall(nsamps)(out, rng_states, lower_lim, upper_lim)
+        factor = (upper_lim - lower_lim) / (nsamps - 1)
+        return sum_reduce(out) * factor
+
+    @numba.jit
+    def func(x):
+        return 1.0 / x
+
+    r1, r2 = mc_integrate(1, 2, nsamps), mc_integrate(2, 3, nsamps)
+    # the values the example prints on a GPU (same seed, same streams, float32 sums)
+    assert r1 == pytest.approx(0.6929643, rel=2e-7) and r2 == pytest.approx(0.4054021, rel=2e-7)
+    np.testing.assert_allclose(r1, 0.69315, atol=0.001)
+    np.testing.assert_allclose(r2, 0.4055, atol=0.001)
+
+
+def test_doc_random_3d_grid():
+    from gpusim.cuda.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
+
+    @cuda.jit
+    def random_3d(arr, rng_states):
+        # Per-dimension thread indices and strides
+        startx, starty, startz = cuda.grid(3)
+        stridex, stridey, stridez = cuda.gridsize(3)
+
+        # Linearized thread index
+        tid = (startz * stridey * stridex) + (starty * stridex) + startx
+
+        # Use strided loops over the array to assign a random value to each entry
+        for i in range(startz, arr.shape[0], stridez):
+            for j in range(starty, arr.shape[1], stridey):
+                for k in range(startx, arr.shape[2], stridex):
+                    arr[i, j, k] = xoroshiro128p_uniform_float32(
+                        rng_states, tid
+                    )
+
+    X, Y, Z = 70, 90, 72                              # the example's 701 x 900 x 719 is 1.8 GB of float32
+    bx, by, bz = 8, 8, 8
+    gx, gy, gz = 4, 4, 4
+    nthreads = bx * by * bz * gx * gy * gz
+    rng_states = create_xoroshiro128p_states(nthreads, seed=1)
+    init = rng_states.copy_to_host()
+    arr = cuda.device_array((X, Y, Z), dtype=np.float32)
+    random_3d[(gx, gy, gz), (bx, by, bz)](arr, rng_states)
+    host_arr = arr.copy_to_host()
+    assert 0.49 < np.mean(host_arr) < 0.51 and host_arr.min() >= 0.0 and host_arr.max() <= 1.0
+    # thread (0, 0, 0) wrote arr[0, 0, 0], then arr[0, 0, 32], arr[0, 0, 64] from generator 0
+    h = init.copy()
+    assert [host_arr[0, 0, k] for k in (0, 32, 64)] == [grandom.xoroshiro128p_uniform_float32(h, 0) for _ in range(3)]
+
+
+def test_doc_sessionize():
+    session_timeout = np.int64(np.timedelta64("3600", "s"))
+    ids = cuda.to_device(np.array([1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4,
+                                   4]))
+    sec = cuda.to_device(np.array([1, 2, 3, 5000, 5001, 5002, 1, 2, 3, 1, 2, 5000, 5001, 10000, 10001, 10002, 10003,
+                                   15000, 150001, 1, 5000, 50001, 15000, 20000, 25000, 25001, 25002, 25003],
+                                  dtype="datetime64[ns]").astype("int64"))
+    results = cuda.to_device(np.zeros(len(ids)))
+
+    @cuda.jit
+    def sessionize(user_id, timestamp, results):
+        gid = cuda.grid(1)
+        size = len(user_id)
+
+        if gid >= size:
+            return
+
+        # Determine session boundaries
+        is_first_datapoint = gid == 0
+        if not is_first_datapoint:
+            new_user = user_id[gid] != user_id[gid - 1]
+            timed_out = (
+                timestamp[gid] - timestamp[gid - 1] > session_timeout
+            )
+            is_sess_boundary = new_user or timed_out
+        else:
+            is_sess_boundary = True
+
+        # Determine session labels
+        if is_sess_boundary:
+            # This thread marks the start of a session
+            results[gid] = gid
+
+            # Make sure all session boundaries are written
+            # before populating the session id
+            grid = cuda.cg.this_grid()
+            grid.sync()
+
+            look_ahead = 1
+            # Check elements 'forward' of this one
+            # until a new session boundary is found
+            while results[gid + look_ahead] == 0:
+                results[gid + look_ahead] = gid
+                look_ahead += 1
+                # Avoid out-of-bounds accesses by the last thread
+                if gid + look_ahead == size - 1:
+                    results[gid + look_ahead] = gid
+                    break
+
+    sessionize.forall(len(ids))(ids, sec, results)
+    expect = [0, 0, 0, 3, 3, 3, 6, 6, 6, 9, 9, 11, 11, 13, 13, 13, 13, 17, 18, 19, 20, 21, 21, 23, 24, 24, 24, 24]
+    np.testing.assert_equal(expect, results.copy_to_host())
+
+
+def test_doc_ufunc():
+    @cuda.jit
+    def f(r, x):
+        # Compute sin(x) with result written to r
+        np.sin(x, r)
+
+    x = np.arange(10, dtype=np.float32) - 5
+    r = np.zeros_like(x)
+    f[1, 1](r, x)
+    np.testing.assert_allclose(r, np.sin(x))
+
+
+def test_doc_cpu_gpu_compat():
+    numba = pytest.importorskip("numba")
+    from math import pi
+
+    X = cuda.to_device([1, 10, 234])
+    Y = cuda.to_device([2, 2, 4014])
+    Z = cuda.to_device([3, 14, 2211])
+    results = cuda.to_device([0.0, 0.0, 0.0])
+
+    @numba.jit
+    def business_logic(x, y, z):
+        return 4 * z * (2 * x - (4 * y) / 2 * pi)
+
+    @cuda.jit
+    def f(res, xarr, yarr, zarr):
+        tid = cuda.grid(1)
+        if tid < len(xarr):
+            # The function decorated with numba.jit may be directly reused
+            res[tid] = business_logic(xarr[tid], yarr[tid], zarr[tid])
+
+    f.forall(len(X))(results, X, Y, Z)
+    expect = [business_logic(x, y, z) for x, y, z in zip(X, Y, Z)]
+    np.testing.assert_equal(expect, results.copy_to_host())
+
+
+def test_doc_cg_grid_sync():
+    from gpusim.cuda import int32
+
+    sig = (int32[:, ::1],)
+
+    @cuda.jit(sig)
+    def sequential_rows(M):
+        col = cuda.grid(1)
+        g = cuda.cg.this_grid()
+
+        rows = M.shape[0]
+        cols = M.shape[1]
+
+        for row in range(1, rows):
+            opposite = cols - col - 1
+            # Each row's elements are one greater than the previous row
+            M[row, col] = M[row - 1, opposite] + 1
+            # Wait until all threads have written their column element,
+            # and that the write is visible to all other threads
+            g.sync()
+
+    A = np.zeros((1024, 1024), dtype=np.int32)
+    blockdim = 32
+    griddim = A.shape[1] // blockdim
+    mb = sequential_rows.overloads[sig].max_cooperative_grid_blocks(blockdim)
+    assert mb >= griddim
+    sequential_rows[griddim, blockdim](A)
+    reference = np.tile(np.arange(1024), (1024, 1)).T
+    np.testing.assert_equal(A, reference)
+
+
+def test_doc_examples_record_traces_in_a_session():
+    """The examples' kernels also lower to timed traces (a grid-sync kernel included)."""
+    traces = []
+    trace_mod.launch_observers.append(traces.append)
+    try:
+        test_doc_sessionize()
+        test_doc_ufunc()
+    finally:
+        trace_mod.launch_observers.remove(traces.append)
+    assert [t.name for t in traces] == ["sessionize", "f"]
+    assert any(op.kind == OpKind.GRID_SYNC for t in traces[:1] for tb in t.tables for op in tb.ops)
+    for t in traces:
+        assert engine_run(t, "h100").cycles > 0
+
+
+def test_doc_globals_device_array_captured_by_pointer():
+    PRICES = cuda.to_device(np.array([10.0, 25.0, 5.0, 15.0, 30.0], dtype=np.float32))
+
+    @cuda.jit
+    def compute_totals(quantities, totals):
+        i = cuda.grid(1)
+        if i < totals.size:
+            totals[i] = quantities[i] * PRICES[i]
+
+    d_quantities = cuda.to_device(np.array([1.0, 1.0, 1.0, 1.0, 1.0], dtype=np.float32))
+    d_totals = cuda.device_array(5, dtype=np.float32)
+    compute_totals[1, 32](d_quantities, d_totals)
+    np.testing.assert_allclose(d_totals.copy_to_host(), [10.0, 25.0, 5.0, 15.0, 30.0])
+    PRICES.copy_to_device(np.array([20.0, 50.0, 10.0, 30.0, 60.0], dtype=np.float32))
+    compute_totals[1, 32](d_quantities, d_totals)      # the second call sees the updated values
+    np.testing.assert_allclose(d_totals.copy_to_host(), [20.0, 50.0, 10.0, 30.0, 60.0])
+
+
+def test_doc_cpointer():
+    from gpusim.cuda import types
+
+    sig = types.void(types.CPointer(types.uint8), types.uint32)
+
+    @cuda.jit(sig)
+    def add_one(x, n):
+        i = cuda.grid(1)
+        if i < n:
+            x[i] += 1
+
+    x = cuda.to_device(np.arange(10, dtype=np.uint8))
+    x_ptr = x.__cuda_array_interface__["data"][0]
+    x_len = len(x)
+    add_one[1, 32](x_ptr, x_len)
+    np.testing.assert_array_equal(x.copy_to_host(), np.arange(1, 11))
+    from gpusim.errors import LaunchError
+    h = np.arange(10, dtype=np.uint8)
+    with pytest.raises(LaunchError, match="__cuda_array_interface__"):
+        add_one[1, 32](h.__array_interface__["data"][0], 10)      # a host pointer is not device memory
+
+
+def test_foreign_functions_are_refused_with_the_fix():
+    mul = cuda.declare_device("mul_f32_f32", "float32(float32, float32)", link="functions.cu")
+
+    @cuda.jit
+    def multiply_vectors(r, x, y):
+        i = cuda.grid(1)
+        if i < len(r):
+            r[i] = mul(x[i], y[i])
+
+    with pytest.raises(UnsupportedConstruct) as e:
+        multiply_vectors[1, 32](np.zeros(4, np.float32), np.ones(4, np.float32), np.ones(4, np.float32))
+    msg = str(e.value)
+    assert "mul_f32_f32" in msg and "functions.cu" in msg and "@cuda.jit(device=True)" in msg
+    assert f"{__file__}:" in msg and "multiply_vectors" in msg
