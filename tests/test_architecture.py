@@ -4,7 +4,7 @@ The graph is read from the source with ``ast``: every ``import`` / ``from ... im
 a function (a lazy import that goes back up is still a cycle).  A part is a subpackage or a top-level module of
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
-    base (errors, config, _host, progress)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
+    base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
     <-  viz, api  <-  cli, validate
 
 Every part is held to this (``CHECKED``).  ``cli`` is the entry point over everything, ``validate`` included.
@@ -20,10 +20,11 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = "gpusim"
 
-BASE = {"gpusim.errors", "gpusim.config", "gpusim._host", "gpusim.progress"}
+BASE = {"gpusim.errors", "gpusim.config", "gpusim._host", "gpusim.progress", "gpusim.occupancy"}
 FRONT_ENDS = {"gpusim.cuda", "gpusim.triton"}
 MAY_IMPORT: dict[str, set[str]] = {
     **{p: set() for p in BASE},
+    "gpusim.occupancy": {"gpusim.config", "gpusim.errors"},      # the occupancy calculator: arithmetic on a config
     "gpusim.trace": BASE,
     "gpusim.cuda": BASE | {"gpusim.trace"},
     "gpusim.triton": BASE | {"gpusim.trace"},

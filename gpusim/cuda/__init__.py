@@ -38,17 +38,21 @@ types in ``cuda.jit`` signatures).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import cg, random, types
 from .launch import DEFAULT_GPU, Kernel, jit, trace_launch
 from .memory import DeviceNDArray
+from . import reduction as _reduction
 from .reduction import Reduce
 from .types import (b1, boolean, bool_, complex64, complex128, double, f2, f4, f8, float16, float32, float64,
                     float_, i1, i2, i4, i8, int8, int16, int32, int64, int_, intp, none, u1, u2, u4, u8, uint8,
                     uint16, uint32, uint64, uintp, void)
 
 reduce = Reduce
+_reduction.register_package(sys.modules[__name__])
 
 __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "device_array", "device_array_like",
            "pinned_array", "mapped_array", "synchronize", "is_available", "grid", "gridsize", "threadIdx",

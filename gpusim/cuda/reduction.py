@@ -20,9 +20,18 @@ import numpy as np
 _WARPSIZE = 32
 _NUMWARPS = 4
 
+# the ``gpusim.cuda`` package, which the reduction kernels are written against (as numba's are against
+# ``numba.cuda``): the package hands itself over when it is imported, since it imports this module
+_PACKAGE = None
+
+
+def register_package(package) -> None:
+    global _PACKAGE
+    _PACKAGE = package
+
 
 def _gpu_reduce_factory(fn, dtype):
-    from gpusim import cuda
+    cuda = _PACKAGE
 
     reduce_op = cuda.jit(device=True)(fn)
     inner_sm_size = _WARPSIZE + 1          # plus one to avoid bank conflicts
@@ -126,8 +135,8 @@ class Reduce:
 
     def __call__(self, arr, size=None, res=None, init=0, stream=0):
         """Reduce the 1-d ``arr`` (host or device array); return the result, or write it to ``res[0]``."""
-        from gpusim import cuda
         from .memory import DeviceNDArray
+        cuda = _PACKAGE
 
         if not isinstance(arr, DeviceNDArray):
             arr = cuda.to_device(np.asarray(arr))
