@@ -21,6 +21,7 @@ from ..config import GPUConfig, load_gpu
 from ..errors import CompileError, GpusimError, KernelError, LaunchError, UnsupportedConstruct
 from ..trace import KernelTrace, WARP
 from . import _axisinfo as AI
+from . import _builtins
 from . import _control
 from . import _core as C
 from . import _lower as L
@@ -168,6 +169,7 @@ def build_globals(fn) -> dict:
         g[k] = _rebind(g[k])
     g["range"] = _control.k_range
     g["__g_rt"] = _control
+    _builtins.install(g)
     return g
 
 
