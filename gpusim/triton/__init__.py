@@ -104,20 +104,39 @@ class Config:
         self.maxnreg = maxnreg
         self.pre_hook = pre_hook
 
+    def all_kwargs(self):
+        return {**self.kwargs, **{k: v for k, v in (("num_warps", self.num_warps), ("num_stages", self.num_stages),
+                                                    ("num_ctas", self.num_ctas), ("maxnreg", self.maxnreg))
+                                  if v is not None}}
+
     def __repr__(self):
         return f"Config({self.kwargs}, num_warps={self.num_warps}, num_stages={self.num_stages})"
 
 
 class Autotuner:
-    """``@triton.autotune``: gpusim does not benchmark; it always uses the first config (see trace meta)."""
+    """``@triton.autotune``: for each new key (the ``key`` arguments' values and the arguments' dtypes) every
+    config is simulated on the launch's arguments and timed by the engine; the fastest is cached for the key and
+    launched (Triton benchmarks each config on the GPU the same way).  See ``_autotune``."""
 
     _gpusim_frontend = "triton"
 
-    def __init__(self, fn, configs, key=None, **_):
+    def __init__(self, fn, configs, key=None, prune_configs_by=None, reset_to_zero=None, restore_value=None,
+                 pre_hook=None, post_hook=None):
         self.fn = fn
-        self.configs = list(configs)
-        self.key = key
+        self.configs = list(configs) if configs else [Config({})]
+        self.keys = list(key or [])
+        self.key = self.keys
         self.arg_names = getattr(fn, "arg_names", [])
+        self.reset_to_zero = list(reset_to_zero or [])
+        self.restore_value = list(restore_value or [])
+        prune_configs_by = prune_configs_by or {}
+        self.perf_model = prune_configs_by.get("perf_model")
+        self.configs_top_k = prune_configs_by.get("top_k", 1.0)
+        self.early_config_prune = prune_configs_by.get("early_config_prune")
+        self.cache: dict = {}                 # key -> the chosen Config (as Triton's)
+        self._gpusim_tuned: dict = {}         # key -> what the simulation found (_autotune._Tuned)
+        self.best_config = None
+        self.configs_timings = None
 
     def __getitem__(self, grid):
         return functools.partial(self.run, grid=grid)
@@ -131,7 +150,8 @@ class Autotuner:
 
 def autotune(configs, key=None, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
              post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False):
-    return lambda fn: Autotuner(fn, configs, key)
+    return lambda fn: Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, pre_hook,
+                                post_hook)
 
 
 class Heuristics:

@@ -173,20 +173,23 @@ def build_globals(fn) -> dict:
     return g
 
 
-def resolve(kernel) -> Spec:
+def _config_tuple(c):
+    return (dict(getattr(c, "kwargs", {}) or {}), getattr(c, "num_warps", None), getattr(c, "num_stages", None))
+
+
+def resolve(kernel, config=None) -> Spec:
     """A Spec for a gpusim JITFunction, a real Triton JITFunction / InterpretedFunction, Autotuner or
-    Heuristics wrapper, or a plain Python function written in Triton style."""
+    Heuristics wrapper, or a plain Python function written in Triton style.  Under an autotuner the Spec
+    launches ``config`` (a ``triton.Config``), by default the first."""
     heur = []
-    config = None
+    config = _config_tuple(config) if config is not None else None
     k = kernel
     for _ in range(8):
         kind = type(k).__name__
         if hasattr(k, "configs") and hasattr(k, "fn") and kind in ("Autotuner",):
             cfgs = list(k.configs)
             if cfgs and config is None:
-                c0 = cfgs[0]
-                config = (dict(getattr(c0, "kwargs", {}) or {}), getattr(c0, "num_warps", None),
-                          getattr(c0, "num_stages", None))
+                config = _config_tuple(cfgs[0])
             k = k.fn
             continue
         if hasattr(k, "values") and hasattr(k, "fn") and kind == "Heuristics":
@@ -414,7 +417,14 @@ def _error_location(e):
 
 @gc_paused()
 def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" = "h100"):
-    """Run a launch: outputs are written in place.  Returns a KernelTrace when ``record``, else None."""
+    """Run a launch: outputs are written in place.  Returns a KernelTrace when ``record``, else None.
+    An autotuned kernel first times each of its configs (``_autotune``)."""
+    if not isinstance(kernel, Spec):
+        from . import _autotune
+        tuner = _autotune.tuner_of(kernel)
+        if tuner is not None:
+            return _autotune.execute(kernel, tuner, grid, list(args), dict(kwargs), record=record, gpu=gpu,
+                                     execute_spec=execute, resolve=resolve)
     spec = kernel if isinstance(kernel, Spec) else resolve(kernel)
     kfn = compiled(spec.fn)
     vals, W, S = bind(spec, args, kwargs)
@@ -495,10 +505,8 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace
                                  "excess spills to local memory)"},
         "shared_memory": smem_basis,
         "programs_per_chunk": chunk,
-        "notes": ["autotune: the first config is used" if spec.config is not None else "",
-                  "tl.device_print/device_assert are ignored"],
+        "notes": ["tl.device_print/device_assert are ignored"],
     }
-    meta["notes"] = [x for x in meta["notes"] if x]
     tr = KernelTrace(name=spec.name, frontend="triton", grid=grid3, block=(WARP * W, 1, 1), regs_per_thread=regs,
                      shared_bytes_per_cta=smem, tables=tables, source_file=src_file, source_lines=source_lines,
                      local_bytes_per_thread=spill * 4, flops=float(stats.flops), meta=meta)
