@@ -25,12 +25,12 @@ import functools
 import sys
 
 from .. import trace as _trace
-from . import _launch, language
+from . import _launch, language, runtime
 from ._dtypes import constexpr
 from ._launch import execute, resolve, run_launch, trace_launch
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
-           "trace_launch", "run_launch", "constexpr"]
+           "trace_launch", "run_launch", "constexpr", "runtime"]
 
 
 def cdiv(x, y):
@@ -65,6 +65,13 @@ class JITFunction:
         if tr is not None:
             _trace.publish_launch(tr)
         return None
+
+    def warmup(self, *args, grid, **kwargs):
+        """Triton's ``warmup``: a compiled-kernel object (``n_regs``, ``n_spills``, ``metadata.shared``,
+        ``metadata.num_warps`` ...) with the simulator's estimates; ``kernel[grid](*args)`` launches it.  The
+        launch is lowered on copies of the array arguments (see ``_compiled``)."""
+        from . import _compiled
+        return _compiled.warmup(self, args, kwargs, grid, _session_gpu())
 
     def __call__(self, *args, **kwargs):
         from . import _core, _launch

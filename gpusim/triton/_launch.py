@@ -267,7 +267,9 @@ def _scalar_arg(x, name):
 def bind(spec: Spec, args, kwargs):
     """(values by parameter name as Python objects, constexpr values, num_warps, num_stages)."""
     kwargs = dict(kwargs)
-    meta = {k: kwargs.pop(k) for k in list(kwargs) if k in _META_KEYS}
+    pnames = {p.name for p in spec.params}
+    # launch options; one that is also a parameter (tutorial 02's ``num_stages: tl.constexpr``) is both
+    meta = {k: (kwargs[k] if k in pnames else kwargs.pop(k)) for k in list(kwargs) if k in _META_KEYS}
     if spec.config is not None:
         ckw, cw, cs = spec.config
         for k2, v2 in ckw.items():
@@ -384,6 +386,60 @@ def _pids(first: int, n: int, grid) -> np.ndarray:
     return np.stack([lin % g0, (lin // g0) % g1, lin // (g0 * g1)], axis=1).astype(np.int32)
 
 
+_MAY_SPIN: dict = {}
+
+
+def _may_spin(fn) -> bool:
+    """Does the kernel (or a JIT helper it names) hold a ``while`` loop, where programs may wait on each other?
+    Then its atomics' results are logged for the rounds that follow a wait (``State.next_round``)."""
+    hit = _MAY_SPIN.get(fn)
+    if hit is None:
+        srcs = [_rewrite.source_of(fn)[0]]
+        for v in list(fn.__globals__.values()):
+            if isinstance(v, (types.ModuleType, type)):
+                continue
+            try:
+                inner = getattr(v, "fn", None)
+            except Exception:           # noqa: BLE001 - an object whose attributes raise: not a JIT helper
+                continue
+            if isinstance(inner, types.FunctionType) and inner is not fn:
+                try:
+                    srcs.append(inspect.getsource(inner))
+                except (OSError, TypeError):
+                    pass
+        hit = _MAY_SPIN[fn] = any("while" in s for s in srcs)
+    return hit
+
+
+def _run_rounds(kfn, values, st: C.State, spec: Spec):
+    """Run the kernel over a chunk; programs deferred because they wait on others (a spin lock, see
+    ``_control.While``) run again in further rounds until every program finished."""
+    if _may_spin(spec.fn):
+        st.atomic_log = []
+    _run(kfn, values, st, spec)
+    last = None
+    rounds = 0
+    while st.deferred is not None and st.deferred.any():
+        d = st.deferred
+        if last is not None and np.array_equal(last[0], d) and last[1] == st.write_epoch:
+            file, line = st.spin_site
+            progs = [tuple(int(x) for x in st.pids[p]) for p in np.nonzero(d)[0][:4]]
+            raise KernelError(f"the `while` loop never ends for {int(d.sum())} program(s) (e.g. program ids "
+                              f"{progs}): they wait for a change of memory that no other program of this launch "
+                              f"makes (programs run in chunks of {st.P}: one waiting for a program of a later "
+                              f"chunk waits forever here, as it might on the GPU); make the loop's exit not depend "
+                              f"on programs that have not started", file=file, line=line, kernel=spec.name)
+        last = (d.copy(), st.write_epoch)
+        if st.rec is not None and not st.probe:
+            file, line = st.spin_site
+            w = st.rec.stats.waits.setdefault(f"{file.rsplit('/', 1)[-1]}:{line}", [0, 0])
+            w[0] += int(d.sum())
+            rounds += 1
+            w[1] = max(w[1], rounds)
+        st.next_round()
+        _run(kfn, _fresh(values), st, spec)
+
+
 def _run(kfn, values, st: C.State, spec: Spec):
     prev = C.ST
     C.ST = st
@@ -452,7 +508,7 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
             pvals, pbufs = _probe_copies(values0)
             st = C.State(pids=pids, grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name, rec=rec,
                          probe=True, buffers=pbufs)
-            _run(kfn, pvals, st, spec)
+            _run_rounds(kfn, pvals, st, spec)
             del pvals, pbufs, rec
         facts.freeze()
         stats = L.Stats()
@@ -467,7 +523,7 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
             else None
         st = C.State(pids=_pids(start, size, grid3), grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name,
                      rec=rec, buffers=buffers, first_program=start)
-        _run(kfn, values, st, spec)
+        _run_rounds(kfn, values, st, spec)
         if chunk is None:
             chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))
         if record:
@@ -510,6 +566,13 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace
     tr = KernelTrace(name=spec.name, frontend="triton", grid=grid3, block=(WARP * W, 1, 1), regs_per_thread=regs,
                      shared_bytes_per_cta=smem, tables=tables, source_file=src_file, source_lines=source_lines,
                      local_bytes_per_thread=spill * 4, flops=float(stats.flops), meta=meta)
+    for where, (waits, rounds) in stats.waits.items():
+        meta.setdefault("spin_waits", {})[where] = {"waits": waits, "most_rounds": rounds}
+        tr.notes.append(
+            f"spin wait at {where}: programs contending for a lock took it one after another, in program order "
+            f"({waits} waits; up to {rounds} programs ahead of one). Approximation: a waiting program's trace holds "
+            f"its failed atomic retries (about two per program ahead of it), but the timing engine does not make "
+            f"a CTA wait for another's release, so contending critical sections may overlap in time")
     return tr
 
 

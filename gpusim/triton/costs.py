@@ -120,6 +120,16 @@ OTHER_NARROW = [(INT, 1, "PRMT")]
 #: STS.U16 + 2 pointer-advance + these 1.8; tl_matmul_1409_64x64x32: 274 for 32)
 NARROW_LOAD_IN_LOOP = [(FP32, 1.0, "IMAD.WIDE"), (FP32, 1.0, "IMAD.MOV")]
 
+#: a 0-d atomic (tutorial 05's spin lock ``while tl.atomic_cas(Lock, 0, 1) == 1``), from the SASS Triton 3.6
+#: compiles ``_layer_norm_bwd_dx_fused`` to for sm_90: BAR.SYNC (the broadcast slot's reuse); operand setup
+#: (MOV, HFMA2.MMA, IMAD.U32, MOV, IMAD.MOV.U32); BSSY + @!P BRA around thread 0's part + BSYNC; the default
+#: ``sem="acq_rel"``: MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before and CCTL.IVALL after ATOMG.E.CAS.STRONG.GPU;
+#: then (compare-and-swap: its old value is used) STS by thread 0, BAR.SYNC, LDS by every thread.  An xchg whose
+#: value is unused (``tl.atomic_xchg(Lock, 0)``) writes RZ and has no broadcast.
+SCALAR_ATOMIC_SETUP = [(INT, 3, "MOV+HFMA2.MMA+MOV"), (FP32, 2, "IMAD.U32+IMAD.MOV"), (BRANCH, 3, "BSSY+BRA+BSYNC")]
+SCALAR_ATOMIC_FENCE = [(BRANCH, 3, "MEMBAR.ALL.GPU+ERRBAR+CGAERRBAR")]
+SCALAR_ATOMIC_ACQUIRE = [(LSU, 1, "CCTL.IVALL")]
+
 # ---- software pipelining (cp.async ring), per loop iteration ------------------------------------------------
 #: per pipelined load: the commit (LDGDEPBAR) and the ring-slot address arithmetic in uniform registers.
 #: per predicate of a masked cp.async: the source-size operand (SEL 16/0), and-ed with the pipeliner's
