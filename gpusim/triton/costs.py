@@ -93,6 +93,15 @@ FLOAT_OP = {
     # element and one MUFU.RCP per row; fa_fwd's acc / l_i: FMUL 0.25 + FSEL + FMUL 2^24 + FMUL per element)
     "truediv": [(FP32, 3, "FMUL"), (INT, 0.5, "FSEL")],
 }
+#: tl.philox / tl.rand*: per element and round, from the SASS of Triton 3.6 (ptxas 12.8, sm_90) for
+#: ``tl.store(X + offs, tl.randint(seed, offs))`` at 4 and 8 elements per thread (the difference: 117 IMAD, 74
+#: LOP3 per 4 elements for 10 rounds): the two 32x32->64 multiplies (IMAD.WIDE.U32, hi and lo halves) and the
+#: three-input xors (LOP3) of each round; the key schedule (k0 += 0x9E3779B9, k1 += 0xBB67AE85) once per round
+#: per thread (about 20 IADD3 per thread whatever the elements).  A 64-bit Philox costs twice as much (estimate).
+#: ``tl.rand`` adds the conversion (SHF/LOP3 + I2FP + FMUL per element, costed as those ops); ``tl.randn``
+#: log + sqrt + cos (libdevice, costed as those ops).
+PHILOX_ROUND = [(FP32, 2.9, "IMAD.WIDE.U32+IMAD"), (INT, 1.85, "LOP3")]
+PHILOX_KEY_ROUND = [(INT, 2, "IADD3")]
 DIV_RCP = [(SFU, 1, "MUFU.RCP"), (INT, 2, "FSETP"), (FP32, 2, "FMUL")]
 #: fp16/bf16 arithmetic: packed pairs (HADD2/HMUL2/HFMA2; some issue as HFMA2.MMA on the tensor pipe).
 HALF_OP = [(FP16, 0.5, "HADD2")]

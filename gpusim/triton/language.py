@@ -204,6 +204,18 @@ _libdevice = _types.SimpleNamespace(exp=exp, exp2=exp2, log=log, log2=log2, sin=
                                         _C.binary("mul", 2.0, x))), 1.0))
 extra = _types.SimpleNamespace(libdevice=_libdevice, cuda=_types.SimpleNamespace(libdevice=_libdevice))
 
+# ---- random numbers (Triton's Philox) ------------------------------------------------------------------------------
+from . import _ops_random  # noqa: E402
+philox = _ops_random.philox
+randint = _ops_random.randint
+randint4x = _ops_random.randint4x
+rand = _ops_random.rand
+rand4x = _ops_random.rand4x
+randn = _ops_random.randn
+randn4x = _ops_random.randn4x
+uint_to_uniform_float = _ops_random.uint_to_uniform_float
+pair_uniform_to_normal = _ops_random.pair_uniform_to_normal
+
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations",)]
 _C.register_methods(globals())          # tl functions are also tensor methods: x.sum(0), x.exp() ...
 
