@@ -433,3 +433,121 @@ def test_rand_uniform_and_randn_normal_and_costed():
     # 2 philox evaluations x 10 rounds x 2.9 IMAD per element: 8 elements per thread
     imad = sum(op.n_inst for op in tr.tables[0].ops if op.label == "IMAD.WIDE.U32+IMAD")
     assert imad == 2 * int(np.ceil(8 * 10 * 2.9))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 6. pointer tables (tutorial 08's grouped GEMM, kernel verbatim)
+# ---------------------------------------------------------------------------------------------------------
+
+@triton.jit
+def grouped_matmul_kernel(
+    # device tensor of matrices pointers
+    group_a_ptrs,
+    group_b_ptrs,
+    group_c_ptrs,
+    # device tensor of gemm sizes. its shape is [group_size, 3]
+    # dim 0 is group_size, dim 1 is the values of <M, N, K> of each gemm
+    group_gemm_sizes,
+    # device tensor of leading dimension sizes. its shape is [group_size, 3]
+    # dim 0 is group_size, dim 1 is the values of <lda, ldb, ldc> of each gemm
+    g_lds,
+    # number of gemms
+    group_size,
+    # number of virtual SM
+    NUM_SM: tl.constexpr,
+    # tile sizes
+    BLOCK_SIZE_M: tl.constexpr,
+    BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr,
+):
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for g in range(group_size):
+        # get the gemm size of the current problem
+        gm = tl.load(group_gemm_sizes + g * 3)
+        gn = tl.load(group_gemm_sizes + g * 3 + 1)
+        gk = tl.load(group_gemm_sizes + g * 3 + 2)
+        num_m_tiles = tl.cdiv(gm, BLOCK_SIZE_M)
+        num_n_tiles = tl.cdiv(gn, BLOCK_SIZE_N)
+        num_tiles = num_m_tiles * num_n_tiles
+        # iterate through the tiles in the current gemm problem
+        while (tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles):
+            # pick up a tile from the current gemm problem
+            k = gk
+            lda = tl.load(g_lds + g * 3)
+            ldb = tl.load(g_lds + g * 3 + 1)
+            ldc = tl.load(g_lds + g * 3 + 2)
+            a_ptr = tl.load(group_a_ptrs + g).to(tl.pointer_type(tl.float16))
+            b_ptr = tl.load(group_b_ptrs + g).to(tl.pointer_type(tl.float16))
+            c_ptr = tl.load(group_c_ptrs + g).to(tl.pointer_type(tl.float16))
+            # figure out tile coordinates
+            tile_idx_in_gemm = tile_idx - last_problem_end
+            tile_m_idx = tile_idx_in_gemm // num_n_tiles
+            tile_n_idx = tile_idx_in_gemm % num_n_tiles
+
+            # do regular gemm here
+            offs_am = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_bn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            offs_k = tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
+            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
+            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(k, BLOCK_SIZE_K)):
+                # hint to Triton compiler to do proper loop pipelining
+                tl.multiple_of(a_ptrs, [16, 16])
+                tl.multiple_of(b_ptrs, [16, 16])
+                # assume full tile for now
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
+                accumulator += tl.dot(a, b)
+                a_ptrs += BLOCK_SIZE_K
+                b_ptrs += BLOCK_SIZE_K * ldb
+            c = accumulator.to(tl.float16)
+
+            offs_cm = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_cn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            c_ptrs = c_ptr + ldc * offs_cm[:, None] + offs_cn[None, :]
+
+            # assumes full tile for now
+            tl.store(c_ptrs, c)
+
+            # go to the next tile by advancing NUM_SM
+            tile_idx += NUM_SM
+
+        # get ready to go to the next gemm problem
+        last_problem_end = last_problem_end + num_tiles
+
+
+def test_tutorial08_pointer_tables_from_data_ptr():
+    shapes = [(128, 128, 64), (64, 128, 128), (192, 64, 64)]
+    A = [(RNG.random((m, k), dtype=np.float32) - 0.5).astype(np.float16) for m, n, k in shapes]
+    B = [(RNG.random((k, n), dtype=np.float32) - 0.5).astype(np.float16) for m, n, k in shapes]
+    C = [np.zeros((m, n), np.float16) for m, n, k in shapes]
+    a_t = np.array([triton.data_ptr(a) for a in A], np.int64)
+    b_t = np.array([triton.data_ptr(b) for b in B], np.int64)
+    c_t = np.array([triton.data_ptr(c) for c in C], np.int64)
+    sizes = np.array(shapes, np.int32).reshape(-1)
+    lds = np.array([[a.shape[1], b.shape[1], c.shape[1]] for a, b, c in zip(A, B, C)], np.int32).reshape(-1)
+    meta = dict(NUM_SM=4, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32)
+    tr = trace_launch(grouped_matmul_kernel, (4,), [a_t, b_t, c_t, sizes, lds, len(shapes)], meta)
+    for a, b, c in zip(A, B, C):
+        ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+        np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
+    assert tr.n_ctas == 4
+
+
+@triton.jit
+def bad_table_kernel(T, Out):
+    p = tl.load(T + tl.program_id(0)).to(tl.pointer_type(tl.float32))
+    tl.store(Out + tl.program_id(0), tl.load(p + 1000))
+
+
+def test_pointer_from_table_is_bounds_checked():
+    a = np.zeros(10, np.float32)
+    t = np.array([triton.data_ptr(a)], np.int64)
+    with pytest.raises(OutOfBounds, match="outside every argument") as e:
+        bad_table_kernel[(1,)](t, np.zeros(1, np.float32))
+    assert e.value.line > 0 and e.value.program == (0, 0, 0)
+    t2 = np.array([12345678], np.int64)
+    with pytest.raises(KernelError, match="no address gpusim handed out"):
+        bad_table_kernel[(1,)](t2, np.zeros(1, np.float32))

@@ -27,10 +27,11 @@ import sys
 from .. import trace as _trace
 from . import _launch, language, runtime
 from ._dtypes import constexpr
+from ._buffers import data_ptr
 from ._launch import execute, resolve, run_launch, trace_launch
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
-           "trace_launch", "run_launch", "constexpr", "runtime"]
+           "trace_launch", "run_launch", "constexpr", "runtime", "data_ptr"]
 
 
 def cdiv(x, y):

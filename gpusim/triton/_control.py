@@ -113,6 +113,8 @@ def merge_values(mask: np.ndarray, new, old):
     else:
         shape = tn.shape
     dt = tn.dtype
+    if dt.is_ptr() and tn.buf is not None and to.buf is not None and tn.buf.flat is not to.buf.flat:
+        to = _rebase_pointer(to, tn.buf)
     vn = vshape(tn, shape)
     vo = vshape(to, shape)
     if not dt.is_ptr() and to.dtype != dt:
@@ -122,9 +124,6 @@ def merge_values(mask: np.ndarray, new, old):
     v = np.where(m, vn, vo)
     out = tensor(v, dt, shape)
     out.buf = tn.buf
-    if tn.buf is not None and to.buf is not None and tn.buf is not to.buf:
-        if tn.buf.flat is not to.buf.flat:
-            fail(UnsupportedConstruct, "a pointer variable points into different arguments in different programs")
     out.ax = AI.join(tn.ax, to.ax) if (tn.ax is not None and to.ax is not None) else None
     out.lay = tn.lay or to.lay
     out.src = tn.src
@@ -133,6 +132,25 @@ def merge_values(mask: np.ndarray, new, old):
     if to.dsrc:
         ds = to.dsrc if not ds else (ds | to.dsrc)
     out.dsrc = ds
+    return out
+
+
+def _rebase_pointer(t: tensor, buf) -> tensor:
+    """A pointer into one allocation, as offsets from ``buf``'s base (a pointer variable that points into
+    different arrays in different programs: a pointer table's entries); accesses outside ``buf`` reach the
+    other allocation as another argument's memory is reached (``_ops_memory._oob``)."""
+    old = t.buf
+    delta = old.base_addr - buf.base_addr
+    eb = buf.elem_bytes
+    if old.elem_bytes != eb or delta % eb:
+        fail(UnsupportedConstruct, "a pointer variable points into arrays of different element types in different "
+                                   "programs")
+    st = C.ST
+    if old not in st.buffers:
+        st.buffers.append(old)
+    out = tensor(t.v + delta // eb, t.dtype, t.shape)
+    out.buf = buf
+    out.ax, out.lay, out.src, out.lsrc, out.dsrc = t.ax, t.lay, t.src, t.lsrc, t.dsrc
     return out
 
 
