@@ -551,3 +551,52 @@ def test_pointer_from_table_is_bounds_checked():
     t2 = np.array([12345678], np.int64)
     with pytest.raises(KernelError, match="no address gpusim handed out"):
         bad_table_kernel[(1,)](t2, np.zeros(1, np.float32))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 7. libdevice (tutorial 07)
+# ---------------------------------------------------------------------------------------------------------
+
+def test_libdevice_module_paths_and_values():
+    from gpusim.triton.language.extra import libdevice
+    from gpusim.triton.language.extra.cuda import libdevice as ld2
+    assert libdevice is ld2 or libdevice.asin is not None
+    x = np.linspace(-0.99, 0.99, 1000).astype(np.float32)
+    y = np.linspace(0.1, 3, 1000).astype(np.float32)
+
+    @triton.jit
+    def k(X, Y, O, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(X + offs, mask=m)
+        y = tl.load(Y + offs, mask=m)
+        tl.store(O + offs, libdevice.asin(x), mask=m)
+        tl.store(O + n + offs, libdevice.tanh(x), mask=m)
+        tl.store(O + 2 * n + offs, libdevice.pow(y, x), mask=m)
+        tl.store(O + 3 * n + offs, libdevice.erfinv(x), mask=m)
+        tl.store(O + 4 * n + offs, libdevice.atan2(x, y), mask=m)
+        tl.store(O + 5 * n + offs, libdevice.round(y * 2 - 3), mask=m)
+
+    out = np.zeros(6 * 1000, np.float32)
+    tr = trace_launch(k, (4,), [x, y, out, 1000], {"BLOCK": 256})
+    o = out.reshape(6, 1000)
+    np.testing.assert_allclose(o[0], np.arcsin(x), rtol=1e-6)
+    np.testing.assert_allclose(o[1], np.tanh(x), rtol=1e-6)
+    np.testing.assert_allclose(o[2], np.power(y, x), rtol=1e-6)
+    from math import erf
+    np.testing.assert_allclose([erf(v) for v in o[3]], x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(o[4], np.arctan2(x, y), rtol=1e-6)
+    v = y * 2 - 3
+    np.testing.assert_array_equal(o[5], np.sign(v) * np.floor(np.abs(v) + 0.5))
+    labels = [op.label for t in tr.tables for op in t.ops]
+    assert "FADD+FFMA+FMUL+FRND" in labels            # pow's FP32 mix (costs.LIBDEVICE, from sm_90 SASS)
+
+
+def test_libdevice_rejects_fp16():
+    from gpusim.triton.language.extra import libdevice
+
+    @triton.jit
+    def k(X, O):
+        tl.store(O, libdevice.asin(tl.load(X)))
+    with pytest.raises(CompileError, match="fp16"):
+        k[(1,)](np.zeros(1, np.float16), np.zeros(1, np.float16))

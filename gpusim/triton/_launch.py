@@ -141,6 +141,8 @@ def _rebind(v):
         return v
     if isinstance(v, (types.FunctionType, types.BuiltinFunctionType)):
         mod = getattr(v, "__module__", "") or ""
+        if mod.startswith("triton.language") and "libdevice" in mod:
+            return getattr(tl.extra.libdevice, v.__name__, v)
         if mod.startswith("triton.language"):
             return tl.__dict__.get(v.__name__, v)
         return v

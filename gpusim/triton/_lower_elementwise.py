@@ -313,6 +313,13 @@ class ElementwiseLowering:
             return self._cost([(Pipe.FP64, 10 if kind == "truediv" else 1, "DFMA")], units, deps, line)
         if kind == "sqrt_rn":
             kind = "sqrt"
+        if kind.startswith("libdevice:"):
+            name = kind[10:]
+            table = K.LIBDEVICE.get(name, K.LIBDEVICE_DEFAULT)
+            if sum(n for p, n, _ in table if p != Pipe.BRANCH) > 8:
+                self.stats.math_fns.add(name)
+            return self._cost(table, units * (2 if name not in K.LIBDEVICE_NO_FP64 and dt is C.float64 else 1),
+                              deps, line)
         table = K.FLOAT_OP.get(kind)
         if table is None:
             table = K.FLOAT_OP["add"]
