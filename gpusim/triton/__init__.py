@@ -18,6 +18,12 @@ runs in masked lockstep.  ``trace_launch`` also lowers the launch the way Triton
 chosen GPU (``_lower``) and returns the ``KernelTrace`` the timing engine replays.  A plain ``kernel[grid](...)``
 only computes, unless ``gpusim.trace.launch_observers`` is non-empty (inside ``gpusim.session()``): then it
 records and publishes the trace.  Real ``@triton.jit`` functions are accepted too (their source is re-run).
+
+Host side: ``triton.runtime.driver.active`` answers for the simulated GPU (device properties, target);
+``kernel.warmup(...)`` gives ``n_regs`` / ``metadata.shared`` estimates; ``data_ptr(array)`` is the device address
+a launch gives a numpy array (or CPU torch tensor), to build pointer tables a kernel casts with
+``.to(tl.pointer_type(...))`` (tutorial 08); ``@autotune`` simulates every config of a new key and keeps the
+fastest.
 """
 from __future__ import annotations
 
