@@ -19,7 +19,7 @@ import numpy as np
 from .._host import gc_paused
 from ..config import GPUConfig, load_gpu
 from ..errors import CompileError, GpusimError, KernelError, LaunchError, UnsupportedConstruct
-from ..trace import KernelTrace, WARP
+from ..trace import KernelTrace, OpKind, Space, WARP
 from . import _axisinfo as AI
 from . import _builtins
 from . import _control
@@ -529,11 +529,32 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
         if chunk is None:
             chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))
         if record:
-            tables.append(rec.table(start))
+            tables.append(_checked(rec.table(start), spec))
         start += size
     if not record:
         return None
     return _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n)
+
+
+def _checked(t, spec):
+    """A chunk's table, checked the way the engine checks a trace, so that a construct the lowering mishandles is
+    reported at its kernel line (not as a malformed trace inside the engine)."""
+    nw = t.n_warps
+    for i, op in enumerate(t.ops):
+        m = op.mem
+        bad = None
+        if op.kind in (OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.ASYNC_COPY) and m is None:
+            bad = "a memory op without its accesses"
+        elif m is not None and m.space != Space.SHARED and m.ptr is not None and len(m.ptr) != nw + 1:
+            bad = f"accesses for {len(m.ptr) - 1} warps where the CTAs have {nw}"
+        if bad is not None:
+            file = _rewrite.source_of(spec.fn)[2]
+            text = linecache.getline(file, op.line).strip()
+            raise UnsupportedConstruct(f"gpusim cannot lower `{text}` ({op.label}: {bad}); this use of the construct "
+                                       f"is not supported by the lowering: please report it, and rewrite the line "
+                                       f"with tile-shaped loads/stores meanwhile", file=file, line=op.line,
+                                       kernel=spec.name)
+    return t
 
 
 def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace:
