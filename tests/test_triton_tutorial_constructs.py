@@ -86,6 +86,15 @@ def test_tutorial03_320_groups_of_different_sizes(bk):
     assert tr.n_ctas == 25 and any(op.kind == OpKind.MMA for t in tr.tables for op in t.ops)
 
 
+def test_tutorial03_1408_128x128x64():
+    a, b, c, args = _matmul_args(1408, 1408, 1408)
+    meta = dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, num_warps=4, num_stages=4)
+    tr = trace_launch(matmul_kernel, (121,), args, meta)     # 11 x 11 tiles: groups of 8, 3 rows
+    ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
+    assert tr.n_ctas == 121
+
+
 @triton.jit
 def minmax_kernel(out_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
