@@ -69,6 +69,15 @@ def time_trace(tr: trace_mod.KernelTrace, gpu: GPUConfig, *, record_timeline: bo
     return build_report(tr, gpu, res, wall_s=t2 - t0, timing_s=t2 - t1)
 
 
+def _benchmark(tr: trace_mod.KernelTrace, gpu: "GPUConfig | str") -> float:
+    """Cycles of a trace on the engine, for a front end's autotuner (``trace.benchmarker``)."""
+    cfg = gpu if isinstance(gpu, GPUConfig) else load_gpu(gpu)
+    return float(Engine(tr, cfg).run(progress=None).cycles)
+
+
+trace_mod.benchmarker = _benchmark
+
+
 def _cta_bar(total: int):
     """A CTA bar even off a terminal or for a small grid (``progress=True``)."""
     from tqdm import tqdm

@@ -155,6 +155,7 @@ class KernelTrace:
     local_bytes_per_thread: int = 0
     flops: float = 0.0                  # useful floating-point operations (for the roofline)
     meta: dict = field(default_factory=dict)  # front-end facts: register estimate basis, vector widths...
+    notes: list[str] = field(default_factory=list)  # what the user should know about how it was simulated
 
     @property
     def threads_per_cta(self) -> int:
@@ -354,3 +355,9 @@ launch_observers: list = []
 def publish_launch(trace: "KernelTrace") -> None:
     for f in list(launch_observers):
         f(trace)
+
+
+#: ``f(trace: KernelTrace, gpu) -> cycles``: replays a trace on the timing engine.  ``gpusim.api`` installs it
+#: when imported; a front end calls it where the real runtime measures a kernel (Triton's autotuner benchmarks
+#: every config), since front ends do not import the engine.
+benchmarker = None

@@ -520,14 +520,18 @@ def tuned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
 
 
-def test_autotune_uses_first_config():
+def test_autotune_times_every_config():
+    import gpusim.api  # noqa: F401  (installs the engine as the autotuner's stopwatch)
     n = 1000
     x = RNG.standard_normal(n).astype(np.float32)
     out = np.zeros(n, np.float32)
     tr = trace_launch(tuned_kernel, lambda meta: (triton.cdiv(n, meta["BLOCK"]),), [x, out, n])
     np.testing.assert_array_equal(out, x * 2)
-    assert tr.grid == (8, 1, 1) and tr.block == (64, 1, 1)
-    assert any("first config" in s for s in tr.meta["notes"])
+    info = tr.meta["autotune"]
+    assert len(info["configs"]) == 2 and all(c["cycles"] for c in info["configs"])
+    best = min(info["configs"], key=lambda c: c["cycles"])
+    assert info["chosen"] == best["config"]
+    assert any("simulated every one of the 2 configs" in s for s in tr.notes)
 
 
 @triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})

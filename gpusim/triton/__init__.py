@@ -18,6 +18,12 @@ runs in masked lockstep.  ``trace_launch`` also lowers the launch the way Triton
 chosen GPU (``_lower``) and returns the ``KernelTrace`` the timing engine replays.  A plain ``kernel[grid](...)``
 only computes, unless ``gpusim.trace.launch_observers`` is non-empty (inside ``gpusim.session()``): then it
 records and publishes the trace.  Real ``@triton.jit`` functions are accepted too (their source is re-run).
+
+Host side: ``triton.runtime.driver.active`` answers for the simulated GPU (device properties, target);
+``kernel.warmup(...)`` gives ``n_regs`` / ``metadata.shared`` estimates; ``data_ptr(array)`` is the device address
+a launch gives a numpy array (or CPU torch tensor), to build pointer tables a kernel casts with
+``.to(tl.pointer_type(...))`` (tutorial 08); ``@autotune`` simulates every config of a new key and keeps the
+fastest.
 """
 from __future__ import annotations
 
@@ -25,12 +31,14 @@ import functools
 import sys
 
 from .. import trace as _trace
-from . import _launch, language
+from . import _launch, language, runtime
 from ._dtypes import constexpr
+from ._buffers import data_ptr
 from ._launch import execute, resolve, run_launch, trace_launch
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
-           "trace_launch", "run_launch", "constexpr", "set_allocator"]
+           "trace_launch", "run_launch", "constexpr", "runtime", "data_ptr", "set_allocator"]
+
 
 
 def set_allocator(allocator):
@@ -75,6 +83,13 @@ class JITFunction:
             _trace.publish_launch(tr)
         return None
 
+    def warmup(self, *args, grid, **kwargs):
+        """Triton's ``warmup``: a compiled-kernel object (``n_regs``, ``n_spills``, ``metadata.shared``,
+        ``metadata.num_warps`` ...) with the simulator's estimates; ``kernel[grid](*args)`` launches it.  The
+        launch is lowered on copies of the array arguments (see ``_compiled``)."""
+        from . import _compiled
+        return _compiled.warmup(self, args, kwargs, grid, _session_gpu())
+
     def __call__(self, *args, **kwargs):
         from . import _core, _launch
         if _core.ST is None:
@@ -113,21 +128,39 @@ class Config:
         self.maxnreg = maxnreg
         self.pre_hook = pre_hook
 
+    def all_kwargs(self):
+        return {**self.kwargs, **{k: v for k, v in (("num_warps", self.num_warps), ("num_stages", self.num_stages),
+                                                    ("num_ctas", self.num_ctas), ("maxnreg", self.maxnreg))
+                                  if v is not None}}
+
     def __repr__(self):
         return f"Config({self.kwargs}, num_warps={self.num_warps}, num_stages={self.num_stages})"
 
 
 class Autotuner:
-    """``@triton.autotune``: gpusim does not benchmark; it always uses the first config (see trace meta)."""
+    """``@triton.autotune``: for each new key (the ``key`` arguments' values and the arguments' dtypes) every
+    config is simulated on the launch's arguments and timed by the engine; the fastest is cached for the key and
+    launched (Triton benchmarks each config on the GPU the same way).  See ``_autotune``."""
 
     _gpusim_frontend = "triton"
 
-    def __init__(self, fn, configs, key=None, prune_configs_by=None, **_):
+    def __init__(self, fn, configs, key=None, prune_configs_by=None, reset_to_zero=None, restore_value=None,
+                 pre_hook=None, post_hook=None):
         self.fn = fn
-        self.configs = list(configs)
-        self.key = key
-        self.early_config_prune = (prune_configs_by or {}).get("early_config_prune")
+        self.configs = list(configs) if configs else [Config({})]
+        self.keys = list(key or [])
+        self.key = self.keys
         self.arg_names = getattr(fn, "arg_names", [])
+        self.reset_to_zero = list(reset_to_zero or [])
+        self.restore_value = list(restore_value or [])
+        prune_configs_by = prune_configs_by or {}
+        self.perf_model = prune_configs_by.get("perf_model")
+        self.configs_top_k = prune_configs_by.get("top_k", 1.0)
+        self.early_config_prune = prune_configs_by.get("early_config_prune")
+        self.cache: dict = {}                 # key -> the chosen Config (as Triton's)
+        self._gpusim_tuned: dict = {}         # key -> what the simulation found (_autotune._Tuned)
+        self.best_config = None
+        self.configs_timings = None
 
     def __getitem__(self, grid):
         return functools.partial(self.run, grid=grid)
@@ -141,7 +174,8 @@ class Autotuner:
 
 def autotune(configs, key=None, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
              post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False):
-    return lambda fn: Autotuner(fn, configs, key, prune_configs_by=prune_configs_by)
+    return lambda fn: Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, pre_hook,
+                                post_hook)
 
 
 class Heuristics:

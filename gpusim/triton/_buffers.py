@@ -97,3 +97,96 @@ def numpy_root(arr: np.ndarray):
         raise UnsupportedConstruct("a strided view not aligned to its element size")
     flat = raw[:raw.shape[0] // itemsize * itemsize].view(arr.dtype)
     return flat, byte_off // itemsize, root
+
+
+# ---------------------------------------------------------------------------------------------------------
+# device addresses handed to the host: pointer tables (tutorial 08's grouped GEMM)
+# ---------------------------------------------------------------------------------------------------------
+
+class _Allocations:
+    """Allocations whose device address left gpusim (``data_ptr``), so that an int64 the kernel casts to a
+    pointer can be mapped back to memory: device base -> (root bytes, host base, owner)."""
+
+    def __init__(self):
+        self.by_dev: dict[int, tuple] = {}
+
+    def add(self, raw: np.ndarray, host: int, owner=None) -> int:
+        dev = ADDRESSES.address(host, raw.nbytes, owner)
+        if dev not in self.by_dev:
+            self.by_dev[dev] = (raw, host)
+            if owner is not None:
+                try:
+                    weakref.finalize(owner, self.by_dev.pop, dev, None)
+                except TypeError:
+                    pass
+        return dev
+
+    def find(self, addr: int, host_too: bool = True):
+        """(device base, root bytes) of the allocation holding device address ``addr`` (or, with ``host_too``,
+        host address ``addr``: what ``torch.Tensor.data_ptr()`` gives), else None."""
+        for dev, (raw, host) in self.by_dev.items():
+            if dev <= addr < dev + raw.nbytes:
+                return dev, raw, addr
+            if host_too and host <= addr < host + raw.nbytes:
+                return dev, raw, dev + (addr - host)
+        return None
+
+
+ALLOCATIONS = _Allocations()
+
+
+def _root_bytes(x):
+    """(1-D uint8 view of the whole allocation holding ``x``, its host address, x's byte offset in it, owner)."""
+    if isinstance(x, np.ndarray):
+        flat, off, owner = numpy_root(x)
+        raw = flat.view(np.uint8)
+        return raw, raw.__array_interface__["data"][0], off * x.dtype.itemsize, owner
+    mod = type(x).__module__ or ""
+    if mod.startswith("torch"):
+        import torch
+        if x.device.type != "cpu":
+            raise UnsupportedConstruct("only CPU torch tensors can be simulated")
+        st = x.untyped_storage()
+        raw = torch.empty(0, dtype=torch.uint8).set_(st, 0, (st.nbytes(),), (1,)).numpy()
+        return raw, st.data_ptr(), x.storage_offset() * x.element_size(), None
+    raise UnsupportedConstruct(f"data_ptr: {type(x).__name__} is not an array gpusim can simulate")
+
+
+def data_ptr(x) -> int:
+    """The device address gpusim gives array ``x`` (numpy array or CPU torch tensor) in a launch: the value to put
+    in a pointer table (``np.array([data_ptr(a), data_ptr(b)], np.int64)``) that a kernel loads and casts with
+    ``.to(tl.pointer_type(tl.float16))``.  (A table of host addresses, ``torch.Tensor.data_ptr()``, works too.)"""
+    raw, host, off, owner = _root_bytes(x)
+    return ALLOCATIONS.add(raw, host, owner) + off
+
+
+def find_host(addr: int):
+    """An allocation that holds host address ``addr`` among the live numpy arrays and CPU torch tensors (a pointer
+    table of ``data_ptr()`` values from tensors gpusim never saw); registered for next time."""
+    import gc
+    import sys
+    import warnings
+    torch = sys.modules.get("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        objs = gc.get_objects()
+        return _scan(objs, addr, torch)
+
+
+def _scan(objs, addr, torch):
+    for o in objs:
+        try:
+            if isinstance(o, np.ndarray) and o.size:
+                lo = o.__array_interface__["data"][0]
+                if lo <= addr < lo + o.nbytes:
+                    data_ptr(o)
+                    return ALLOCATIONS.find(addr)
+            elif torch is not None and isinstance(o, torch.Tensor) and o.device.type == "cpu" and o.numel():
+                st = o.untyped_storage()
+                lo = st.data_ptr()
+                if lo <= addr < lo + st.nbytes():
+                    data_ptr(o)
+                    return ALLOCATIONS.find(addr)
+        except Exception:          # noqa: BLE001 - objects mid-construction, non-CPU tensors ...
+            continue
+    return None

@@ -113,6 +113,8 @@ def merge_values(mask: np.ndarray, new, old):
     else:
         shape = tn.shape
     dt = tn.dtype
+    if dt.is_ptr() and tn.buf is not None and to.buf is not None and tn.buf.flat is not to.buf.flat:
+        to = _rebase_pointer(to, tn.buf)
     vn = vshape(tn, shape)
     vo = vshape(to, shape)
     if not dt.is_ptr() and to.dtype != dt:
@@ -122,9 +124,6 @@ def merge_values(mask: np.ndarray, new, old):
     v = np.where(m, vn, vo)
     out = tensor(v, dt, shape)
     out.buf = tn.buf
-    if tn.buf is not None and to.buf is not None and tn.buf is not to.buf:
-        if tn.buf.flat is not to.buf.flat:
-            fail(UnsupportedConstruct, "a pointer variable points into different arguments in different programs")
     out.ax = AI.join(tn.ax, to.ax) if (tn.ax is not None and to.ax is not None) else None
     out.lay = tn.lay or to.lay
     out.src = tn.src
@@ -133,6 +132,25 @@ def merge_values(mask: np.ndarray, new, old):
     if to.dsrc:
         ds = to.dsrc if not ds else (ds | to.dsrc)
     out.dsrc = ds
+    return out
+
+
+def _rebase_pointer(t: tensor, buf) -> tensor:
+    """A pointer into one allocation, as offsets from ``buf``'s base (a pointer variable that points into
+    different arrays in different programs: a pointer table's entries); accesses outside ``buf`` reach the
+    other allocation as another argument's memory is reached (``_ops_memory._oob``)."""
+    old = t.buf
+    delta = old.base_addr - buf.base_addr
+    eb = buf.elem_bytes
+    if old.elem_bytes != eb or delta % eb:
+        fail(UnsupportedConstruct, "a pointer variable points into arrays of different element types in different "
+                                   "programs")
+    st = C.ST
+    if old not in st.buffers:
+        st.buffers.append(old)
+    out = tensor(t.v + delta // eb, t.dtype, t.shape)
+    out.buf = buf
+    out.ax, out.lay, out.src, out.lsrc, out.dsrc = t.ax, t.lay, t.src, t.lsrc, t.dsrc
     return out
 
 
@@ -309,15 +327,29 @@ class For(_Region):
 
 
 class While(_Region):
-    def __init__(self):
+    """A ``while`` loop: runs while any program is still in it (masked lockstep).
+
+    Programs can wait on each other here: ``while tl.atomic_cas(Lock, 0, 1) == 1: pass`` spins until the lock's
+    holder releases it, but in lockstep the holder is masked off until the loop ends.  An iteration that changes
+    nothing (the same programs inside, no memory written, the loop's variables unchanged) cannot be followed by a
+    different one, so the programs inside are *deferred* (``State.defer``): they leave the loop and the rest of
+    the kernel, the others run on (the holder releases the lock), and the deferred programs run again in the
+    next round (``State.next_round``), retrying where they waited.  Contenders for one lock thus take it one
+    after another, in program order, as the L2's atomics serialize them."""
+
+    def __init__(self, names=()):
         st = C.ST
         self.inside = None          # programs still in the loop (None = all that entered)
         self.pushed = False
+        self.names = names
         self.rec = st.rec
+        self.k = 0
+        self.prev = None            # (active programs, write epoch, variables, write indices) at the last check
+        st.in_while += 1
         if self.rec is not None:
             self.rec.loop_begin(None, kind="while")
 
-    def next(self, cond) -> bool:
+    def next(self, cond, locs=None) -> bool:
         st = C.ST
         cv = C.cond_value(cond)
         if self.pushed:
@@ -344,14 +376,50 @@ class While(_Region):
                 st.pop()
                 self.pushed = False
                 return False
+        if self._stuck(st, locs):
+            return False
         if self.rec is not None:
             self.rec.loop_iter()
         return True
 
-    def finish(self):
+    def _stuck(self, st, locs) -> bool:
+        """An iteration that changed nothing: defer the programs in the loop (see the class doc)."""
+        a = st.active()
+        vals = tuple(locs.get(n) for n in self.names) if locs is not None else ()
+        prev = self.prev
+        self.prev = (a, st.write_epoch, vals, st.write_idx.copy())
+        self.k += 1
+        if prev is None or prev[1] != st.write_epoch:
+            return False
+        pa = prev[0]
+        if (pa is None) != (a is None) or (a is not None and not np.array_equal(pa, a)):
+            return False
+        for x, y in zip(prev[2], vals):
+            if x is y:
+                continue
+            xu, yu = unwrap(x), unwrap(y)
+            if isinstance(xu, tensor) and isinstance(yu, tensor):
+                if xu.dtype != yu.dtype or xu.v.shape != yu.v.shape or not np.array_equal(xu.v, yu.v):
+                    return False
+            else:
+                try:
+                    if not bool(xu == yu):
+                        return False
+                except Exception:
+                    return False
+        waiting = np.ones(st.P, bool) if a is None else a.copy()
         if self.pushed:
-            C.ST.pop()
+            st.pop()
             self.pushed = False
+        st.defer(waiting, prev[3], C.user_line())
+        return True
+
+    def finish(self):
+        st = C.ST
+        if self.pushed:
+            st.pop()
+            self.pushed = False
+        st.in_while -= 1
         if self.rec is not None:
             self.rec.loop_end()
 

@@ -632,7 +632,9 @@ def cast(x, dt, bitcast=False, fp_downcast_rounding=None) -> tensor:
             buf = x.buf
             v = (buf.base_addr + x.v.astype(np.int64) * buf.elem_bytes).astype(dt.np)
             return tensor(v, dt, x.shape)
-        fail(UnsupportedConstruct, f"cast between {src!r} and {dt!r} is not supported")
+        if dt.is_ptr() and src in (int64, uint64):
+            return _int_to_pointer(x, dt)
+        fail(UnsupportedConstruct, f"cast between {src!r} and {dt!r} is not supported (only pointer <-> int64)")
     if bitcast:
         if src.primitive_bitwidth != dt.primitive_bitwidth:
             fail(CompileError, f"Cannot bitcast data-type of size {src.primitive_bitwidth} to data-type of size "
@@ -664,6 +666,72 @@ def cast(x, dt, bitcast=False, fp_downcast_rounding=None) -> tensor:
         _prov1(out, x)
         st.rec.alu(out, (x,), kind if not (src.is_int() and dt.is_int()) else "icvt", src_dtype=src)
     return out
+
+
+def _int_to_pointer(x: tensor, dt: pointer_type) -> tensor:
+    """``int64 -> pointer`` (``inttoptr``): addresses gpusim handed out (``gpusim.triton.data_ptr``, a pointer
+    argument cast to int64) or host addresses of live arrays (``torch.Tensor.data_ptr()``).  The pointer's buffer
+    is the one the first address falls in; the others are reached as another argument's memory is (accesses are
+    bounds-checked against the allocation each address falls in)."""
+    from . import _buffers as B
+    st = ST
+    eb = dt.element_ty.itemsize
+    vals = x.v.astype(np.int64).reshape(-1)
+    nz = np.unique(vals[vals != 0])
+    found = {}
+    bufs = list(st.buffers) if st is not None else []
+    dev_of = {}
+    for a in nz.tolist():
+        hit = None
+        for b in bufs:
+            if b.base_addr <= a < b.base_addr + b.n * b.elem_bytes:
+                hit = (b.base_addr, b, a)
+                break
+        if hit is None:
+            r = B.ALLOCATIONS.find(a) or B.find_host(a)
+            if r is None:
+                fail(UnsupportedConstruct, f"a pointer cast from int64 holds {a:#x}, which is no address gpusim "
+                                           f"handed out: put gpusim.triton.data_ptr(array) (or a CPU torch "
+                                           f"tensor's data_ptr()) in the pointer table")
+            dev, raw, ad = r
+            hit = (dev, found.get(dev) or _alloc_buffer(raw, dev, dt.element_ty, st), ad)
+            found[dev] = hit[1]
+            if st is not None and hit[1] not in st.buffers:
+                st.buffers.append(hit[1])
+        dev_of[a] = hit
+    if not dev_of:
+        fail(UnsupportedConstruct, "a pointer cast from int64 holds only null pointers")
+    base, buf, _ = next(iter(dev_of.values()))
+    if buf.dtype != dt.element_ty:
+        buf = _alloc_buffer(buf.flat.view(np.uint8), base, dt.element_ty, st)
+        if st is not None:
+            st.buffers.append(buf)
+    dv = vals.copy()
+    for a, (_b, _bb, ad) in dev_of.items():
+        dv[vals == a] = ad
+    rel = dv - buf.base_addr
+    if np.any(rel % eb):
+        fail(UnsupportedConstruct, f"a pointer cast from int64 is not aligned to its {eb}-byte elements")
+    out = tensor((rel // eb).reshape(x.v.shape), dt, x.shape)
+    out.buf = buf
+    if st is not None and st.rec is not None:
+        out.ax = AI.pessimistic(max(1, len(x.shape))) if x.shape else AI.pessimistic(1)
+        _prov1(out, x)
+        st.rec.alu(out, (x,), "icvt")
+    return out
+
+
+def _alloc_buffer(raw: np.ndarray, dev: int, et, st) -> Buffer:
+    """A Buffer over a whole allocation (its bytes ``raw``) viewed as ``et`` elements; the probe run gets a
+    private copy (its stores must not reach the caller's memory)."""
+    if st is not None and st.probe:
+        cache = st.__dict__.setdefault("_private_allocs", {})
+        if dev not in cache:
+            cache[dev] = raw.copy()
+        raw = cache[dev]
+    nb = raw.nbytes // et.itemsize * et.itemsize
+    view = raw[:nb].view(et.np_storage if et is not bfloat16 else np.uint16)
+    return Buffer(view, et, dev, f"allocation@{dev:#x}")
 
 
 def _cast_pointer(x: tensor, dt: pointer_type) -> tensor:

@@ -19,8 +19,9 @@ import numpy as np
 from .._host import gc_paused
 from ..config import GPUConfig, load_gpu
 from ..errors import CompileError, GpusimError, KernelError, LaunchError, UnsupportedConstruct
-from ..trace import KernelTrace, WARP
+from ..trace import KernelTrace, OpKind, Space, WARP
 from . import _axisinfo as AI
+from . import _builtins
 from . import _control
 from . import _core as C
 from . import _lower as L
@@ -52,11 +53,10 @@ def _is_constexpr_annotation(ann) -> bool:
 class Spec:
     """What a launch needs to know about a kernel function (from any front end)."""
 
-    def __init__(self, fn, heuristics=None, config=None, autotuner=None):
+    def __init__(self, fn, heuristics=None, config=None):
         self.fn = fn
         self.heuristics = heuristics or []       # list of {name: fn(args_dict)}
         self.config = config                     # (kwargs, num_warps, num_stages) of the chosen autotune config
-        self.autotuner = autotuner               # the autotuner (its configs, early_config_prune, pre_hooks)
         self.sig = inspect.signature(fn)
         self.params = list(self.sig.parameters.values())
         self.constexprs = {p.name for p in self.params if _is_constexpr_annotation(p.annotation)}
@@ -142,6 +142,8 @@ def _rebind(v):
         return v
     if isinstance(v, (types.FunctionType, types.BuiltinFunctionType)):
         mod = getattr(v, "__module__", "") or ""
+        if mod.startswith("triton.language") and "libdevice" in mod:
+            return getattr(tl.extra.libdevice, v.__name__, v)
         if mod.startswith("triton.language"):
             return tl.__dict__.get(v.__name__, v)
         return v
@@ -170,25 +172,27 @@ def build_globals(fn) -> dict:
         g[k] = _rebind(g[k])
     g["range"] = _control.k_range
     g["__g_rt"] = _control
+    _builtins.install(g)
     return g
 
 
-def resolve(kernel) -> Spec:
+def _config_tuple(c):
+    return (dict(getattr(c, "kwargs", {}) or {}), getattr(c, "num_warps", None), getattr(c, "num_stages", None))
+
+
+def resolve(kernel, config=None) -> Spec:
     """A Spec for a gpusim JITFunction, a real Triton JITFunction / InterpretedFunction, Autotuner or
-    Heuristics wrapper, or a plain Python function written in Triton style."""
+    Heuristics wrapper, or a plain Python function written in Triton style.  Under an autotuner the Spec
+    launches ``config`` (a ``triton.Config``), by default the first."""
     heur = []
-    config = None
-    tuner = None
+    config = _config_tuple(config) if config is not None else None
     k = kernel
     for _ in range(8):
         kind = type(k).__name__
         if hasattr(k, "configs") and hasattr(k, "fn") and kind in ("Autotuner",):
             cfgs = list(k.configs)
             if cfgs and config is None:
-                c0 = cfgs[0]
-                config = (dict(getattr(c0, "kwargs", {}) or {}), getattr(c0, "num_warps", None),
-                          getattr(c0, "num_stages", None))
-                tuner = k
+                config = _config_tuple(cfgs[0])
             k = k.fn
             continue
         if hasattr(k, "values") and hasattr(k, "fn") and kind == "Heuristics":
@@ -196,7 +200,7 @@ def resolve(kernel) -> Spec:
             k = k.fn
             continue
         if isinstance(k, types.FunctionType):
-            return Spec(k, heur, config, tuner)
+            return Spec(k, heur, config)
         if hasattr(k, "fn"):
             k = k.fn
             continue
@@ -266,14 +270,11 @@ def _scalar_arg(x, name):
 def bind(spec: Spec, args, kwargs):
     """(values by parameter name as Python objects, constexpr values, num_warps, num_stages)."""
     kwargs = dict(kwargs)
-    chosen = _choose_config(spec, args, kwargs) if spec.autotuner is not None else None
-    meta = {k: kwargs.pop(k) for k in list(kwargs) if k in _META_KEYS}
-    config = spec.config
-    if chosen is not None:
-        config = (dict(getattr(chosen, "kwargs", {}) or {}), getattr(chosen, "num_warps", None),
-                  getattr(chosen, "num_stages", None))
-    if config is not None:
-        ckw, cw, cs = config
+    pnames = {p.name for p in spec.params}
+    # launch options; one that is also a parameter (tutorial 02's ``num_stages: tl.constexpr``) is both
+    meta = {k: (kwargs[k] if k in pnames else kwargs.pop(k)) for k in list(kwargs) if k in _META_KEYS}
+    if spec.config is not None:
+        ckw, cw, cs = spec.config
         for k2, v2 in ckw.items():
             kwargs.setdefault(k2, v2)
         if cw is not None:
@@ -302,32 +303,9 @@ def bind(spec: Spec, args, kwargs):
                                    kernel=spec.name)
     num_warps = int(meta.get("num_warps", 4) or 4)
     num_stages = int(meta.get("num_stages", 3) or 3)
-    hook = getattr(chosen, "pre_hook", None)
-    if hook is not None:
-        # the config's pre_hook sees every argument by name and the config's values (Triton's ``full_nargs``);
-        # it may change arguments in place (a host TensorDescriptor's block_shape)
-        hook({**vals, "num_warps": num_warps, "num_stages": num_stages})
     if num_warps <= 0 or num_warps & (num_warps - 1):
         raise LaunchError(f"num_warps must be a power of 2 (got {num_warps})")
     return vals, num_warps, num_stages
-
-
-def _choose_config(spec: Spec, args, kwargs):
-    """The autotune config gpusim runs: the first one left after the autotuner's ``early_config_prune`` (gpusim
-    does not benchmark)."""
-    tuner = spec.autotuner
-    cfgs = list(getattr(tuner, "configs", []) or [])
-    if not cfgs:
-        return None
-    prune = getattr(tuner, "early_config_prune", None)
-    if prune is not None and len(cfgs) > 1:
-        nargs = dict(zip([p.name for p in spec.params], args))
-        try:
-            cfgs = list(prune(cfgs, nargs, **kwargs)) or cfgs
-        except Exception as e:          # a prune function that needs what gpusim does not have: keep them all
-            cfgs = list(cfgs)
-            _ = e
-    return cfgs[0]
 
 
 def _grid_of(grid, vals, num_warps, num_stages):
@@ -444,6 +422,60 @@ def _pids(first: int, n: int, grid) -> np.ndarray:
     return np.stack([lin % g0, (lin // g0) % g1, lin // (g0 * g1)], axis=1).astype(np.int32)
 
 
+_MAY_SPIN: dict = {}
+
+
+def _may_spin(fn) -> bool:
+    """Does the kernel (or a JIT helper it names) hold a ``while`` loop, where programs may wait on each other?
+    Then its atomics' results are logged for the rounds that follow a wait (``State.next_round``)."""
+    hit = _MAY_SPIN.get(fn)
+    if hit is None:
+        srcs = [_rewrite.source_of(fn)[0]]
+        for v in list(fn.__globals__.values()):
+            if isinstance(v, (types.ModuleType, type)):
+                continue
+            try:
+                inner = getattr(v, "fn", None)
+            except Exception:           # noqa: BLE001 - an object whose attributes raise: not a JIT helper
+                continue
+            if isinstance(inner, types.FunctionType) and inner is not fn:
+                try:
+                    srcs.append(inspect.getsource(inner))
+                except (OSError, TypeError):
+                    pass
+        hit = _MAY_SPIN[fn] = any("while" in s for s in srcs)
+    return hit
+
+
+def _run_rounds(kfn, values, st: C.State, spec: Spec):
+    """Run the kernel over a chunk; programs deferred because they wait on others (a spin lock, see
+    ``_control.While``) run again in further rounds until every program finished."""
+    if _may_spin(spec.fn):
+        st.atomic_log = []
+    _run(kfn, values, st, spec)
+    last = None
+    rounds = 0
+    while st.deferred is not None and st.deferred.any():
+        d = st.deferred
+        if last is not None and np.array_equal(last[0], d) and last[1] == st.write_epoch:
+            file, line = st.spin_site
+            progs = [tuple(int(x) for x in st.pids[p]) for p in np.nonzero(d)[0][:4]]
+            raise KernelError(f"the `while` loop never ends for {int(d.sum())} program(s) (e.g. program ids "
+                              f"{progs}): they wait for a change of memory that no other program of this launch "
+                              f"makes (programs run in chunks of {st.P}: one waiting for a program of a later "
+                              f"chunk waits forever here, as it might on the GPU); make the loop's exit not depend "
+                              f"on programs that have not started", file=file, line=line, kernel=spec.name)
+        last = (d.copy(), st.write_epoch)
+        if st.rec is not None and not st.probe:
+            file, line = st.spin_site
+            w = st.rec.stats.waits.setdefault(f"{file.rsplit('/', 1)[-1]}:{line}", [0, 0])
+            w[0] += int(d.sum())
+            rounds += 1
+            w[1] = max(w[1], rounds)
+        st.next_round()
+        _run(kfn, _fresh(values), st, spec)
+
+
 def _run(kfn, values, st: C.State, spec: Spec):
     prev = C.ST
     C.ST = st
@@ -477,7 +509,14 @@ def _error_location(e):
 
 @gc_paused()
 def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" = "h100"):
-    """Run a launch: outputs are written in place.  Returns a KernelTrace when ``record``, else None."""
+    """Run a launch: outputs are written in place.  Returns a KernelTrace when ``record``, else None.
+    An autotuned kernel first times each of its configs (``_autotune``)."""
+    if not isinstance(kernel, Spec):
+        from . import _autotune
+        tuner = _autotune.tuner_of(kernel)
+        if tuner is not None:
+            return _autotune.execute(kernel, tuner, grid, list(args), dict(kwargs), record=record, gpu=gpu,
+                                     execute_spec=execute, resolve=resolve)
     spec = kernel if isinstance(kernel, Spec) else resolve(kernel)
     kfn = compiled(spec.fn)
     vals, W, S = bind(spec, args, kwargs)
@@ -505,7 +544,7 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
             pvals, pbufs = _probe_copies(values0)
             st = C.State(pids=pids, grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name, rec=rec,
                          probe=True, buffers=pbufs)
-            _run(kfn, pvals, st, spec)
+            _run_rounds(kfn, pvals, st, spec)
             del pvals, pbufs, rec
         facts.freeze()
         stats = L.Stats()
@@ -520,15 +559,36 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
             else None
         st = C.State(pids=_pids(start, size, grid3), grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name,
                      rec=rec, buffers=buffers, first_program=start)
-        _run(kfn, values, st, spec)
+        _run_rounds(kfn, values, st, spec)
         if chunk is None:
             chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))
         if record:
-            tables.append(rec.table(start))
+            tables.append(_checked(rec.table(start), spec))
         start += size
     if not record:
         return None
     return _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n)
+
+
+def _checked(t, spec):
+    """A chunk's table, checked the way the engine checks a trace, so that a construct the lowering mishandles is
+    reported at its kernel line (not as a malformed trace inside the engine)."""
+    nw = t.n_warps
+    for i, op in enumerate(t.ops):
+        m = op.mem
+        bad = None
+        if op.kind in (OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.ASYNC_COPY) and m is None:
+            bad = "a memory op without its accesses"
+        elif m is not None and m.space != Space.SHARED and m.ptr is not None and len(m.ptr) != nw + 1:
+            bad = f"accesses for {len(m.ptr) - 1} warps where the CTAs have {nw}"
+        if bad is not None:
+            file = _rewrite.source_of(spec.fn)[2]
+            text = linecache.getline(file, op.line).strip()
+            raise UnsupportedConstruct(f"gpusim cannot lower `{text}` ({op.label}: {bad}); this use of the construct "
+                                       f"is not supported by the lowering: please report it, and rewrite the line "
+                                       f"with tile-shaped loads/stores meanwhile", file=file, line=op.line,
+                                       kernel=spec.name)
+    return t
 
 
 def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace:
@@ -558,13 +618,18 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace
                                  "excess spills to local memory)"},
         "shared_memory": smem_basis,
         "programs_per_chunk": chunk,
-        "notes": ["autotune: the first config is used" if spec.config is not None else "",
-                  "tl.device_print/device_assert are ignored"],
+        "notes": ["tl.device_print/device_assert are ignored"],
     }
-    meta["notes"] = [x for x in meta["notes"] if x]
     tr = KernelTrace(name=spec.name, frontend="triton", grid=grid3, block=(WARP * W, 1, 1), regs_per_thread=regs,
                      shared_bytes_per_cta=smem, tables=tables, source_file=src_file, source_lines=source_lines,
                      local_bytes_per_thread=spill * 4, flops=float(stats.flops), meta=meta)
+    for where, (waits, rounds) in stats.waits.items():
+        meta.setdefault("spin_waits", {})[where] = {"waits": waits, "most_rounds": rounds}
+        tr.notes.append(
+            f"spin wait at {where}: programs contending for a lock took it one after another, in program order "
+            f"({waits} waits; up to {rounds} programs ahead of one). Approximation: a waiting program's trace holds "
+            f"its failed atomic retries (about two per program ahead of it), but the timing engine does not make "
+            f"a CTA wait for another's release, so contending critical sections may overlap in time")
     return tr
 
 

@@ -89,7 +89,7 @@ class LoweringBase:
             n = max(0, int(n))
         else:
             n = int(max(1, n))
-        op = RecOp(kind, pipe, n, line, d, mem, flops, mma_dtype, label, C.ST.active() if C.ST is not None else None)
+        op = RecOp(kind, pipe, n, line, d, mem, flops, mma_dtype, label, C.ST.rec_active() if C.ST is not None else None)
         self.ops.append(op)
         return op
 
@@ -266,7 +266,10 @@ class LoweringBase:
             active = np.full((len(ops), self.P * self.W), WARP, np.uint8)
             for i, o in enumerate(self.ops):
                 if o.active is not None:
-                    active[i] = np.repeat(o.active, self.W).astype(np.uint8) * WARP
+                    if o.active.dtype == np.uint8:          # lanes per warp already (an op of one thread)
+                        active[i] = o.active
+                    else:
+                        active[i] = np.repeat(o.active, self.W).astype(np.uint8) * WARP
                 if o.lanes is not None:
                     active[i] = np.minimum(active[i], np.tile(np.asarray(o.lanes, np.uint8), self.P))
         return OpTable(first_cta=first_cta, n_ctas=self.P, warps_per_cta=self.W, ops=ops, active=active)

@@ -122,6 +122,14 @@ class ElementwiseLowering:
         if op is not None:
             out.src = op
 
+    def philox(self, outs, ins, n_rounds: int):
+        """``tl.philox`` (under ``tl.rand*``): its rounds as one op; the four counters share it."""
+        out = outs[0]
+        self._philox_rounds = n_rounds
+        self.alu(out, ins, "philox")
+        for o in outs[1:]:
+            o.src, o.lay, o.aff, o.bk = out.src, out.lay, out.aff, out.bk
+
     def _materialize_constants(self, ins, line):
         """A constant tile (tl.zeros / tl.full) that a tile op reads is set up in registers once: CS2R per 64
         bits, twice around a software pipeline (fa_fwd's accumulator, rescaled in the loop before its first
@@ -242,6 +250,13 @@ class ElementwiseLowering:
                 units = 1
             if kind == "addptr":
                 return self._addptr(out, ins, deps, site, line, units, lays)
+            if kind == "philox":
+                n = getattr(self, "_philox_rounds", 10)
+                if shape:
+                    units = sum(_ept_in(shape, L) for L in lays)
+                keys = self._cost(K.PHILOX_KEY_ROUND, n, [ins[-1].src], line)
+                return self._cost(K.PHILOX_ROUND, units * n * (2 if dt.primitive_bitwidth == 64 else 1),
+                                  deps + [keys], line)
             if kind in ("floordiv", "mod"):
                 b = ins[1] if len(ins) > 1 else None
                 if b is None or _compile_time(b):
@@ -298,6 +313,13 @@ class ElementwiseLowering:
             return self._cost([(Pipe.FP64, 10 if kind == "truediv" else 1, "DFMA")], units, deps, line)
         if kind == "sqrt_rn":
             kind = "sqrt"
+        if kind.startswith("libdevice:"):
+            name = kind[10:]
+            table = K.LIBDEVICE.get(name, K.LIBDEVICE_DEFAULT)
+            if sum(n for p, n, _ in table if p != Pipe.BRANCH) > 8:
+                self.stats.math_fns.add(name)
+            return self._cost(table, units * (2 if name not in K.LIBDEVICE_NO_FP64 and dt is C.float64 else 1),
+                              deps, line)
         table = K.FLOAT_OP.get(kind)
         if table is None:
             table = K.FLOAT_OP["add"]

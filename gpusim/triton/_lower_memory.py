@@ -154,6 +154,8 @@ class MemoryLowering:
         st = C.ST
         buf = ptr.buf
         eb = buf.elem_bytes
+        if not shape:
+            return self._scalar_addresses(ptr, mask_t, store)
         idx, dup = elem_map(lay, vec)
         offs = C.vshape(ptr, shape)
         Pn = offs.shape[0]
@@ -174,6 +176,36 @@ class MemoryLowering:
                 addr = np.broadcast_to(addr, (max(m.shape[0], addr.shape[0]),) + addr.shape[1:])
             addr = np.where(m, addr, -1)
         return addr
+
+    def _scalar_addresses(self, ptr, mask_t, store: bool):
+        """A 0-d access (``tl.load(X + row)``, ``tl.store(Mean + row, mean)``): every thread of the CTA loads the
+        value (one address per warp: one request); a store or an atomic is done by thread 0 alone (Triton's
+        redundant-data mask, ``tid == 0``), the other warps issue it predicated off."""
+        st = C.ST
+        buf = ptr.buf
+        v = ptr.v.reshape(-1)
+        addr = buf.base_addr + v.astype(np.int64) * buf.elem_bytes                       # (Pn,)
+        Pn = addr.shape[0]
+        out = np.broadcast_to(addr.reshape(Pn, 1, 1, 1), (Pn, self.W, 1, WARP))
+        m = None
+        if mask_t is not None:
+            mv = mask_t.v.reshape(-1)
+            mv = mv if mv.dtype == np.bool_ else (mv != 0)
+            if not (mv.shape[0] == 1 and mv.all()):
+                m = mv.reshape(-1, 1, 1, 1)
+        a = st.active()
+        if a is not None:
+            am = a.reshape(-1, 1, 1, 1)
+            m = am if m is None else (m & am)
+        if store:
+            one = np.zeros((1, self.W, 1, WARP), bool)
+            one[0, 0, 0, 0] = True
+            m = one if m is None else (m & one)
+        if m is not None:
+            if m.shape[0] != Pn:
+                out = np.broadcast_to(out, (max(m.shape[0], Pn),) + out.shape[1:])
+            out = np.where(m, out, -1)
+        return out
 
     def _n_vectors(self, lay, vec, shape) -> int:
         if not shape:
@@ -321,10 +353,40 @@ class MemoryLowering:
         deps = [addr if addr is not None else ptr.src, val.src, mask.src if mask is not None else None]
         mem = _empty_access(self._n_warps(), eb) if self.probe else coalesce_programs(
             self._addresses(ptr, shape, mask, lay, 1, True), eb, self.P)
+        if not shape:
+            out.src = self._scalar_atomic(ptr, op, deps, mem, line)
+            out.lay = lay
+            return
         a = self._emit(OpKind.ATOMIC, Pipe.LSU, n_inst, deps, mem,
                        label=f"ATOMG.E.{op.upper()}.{ptr.dtype.element_ty.name.upper()}", line=line)
         out.src = a
         out.lay = lay
+
+    def _scalar_atomic(self, ptr, op, deps, mem, line):
+        """A 0-d atomic (the spin lock's ``tl.atomic_cas(Lock, 0, 1)``): thread 0 alone performs it inside a
+        branch, fenced for the default acq_rel semantics, and a compare-and-swap's old value reaches every thread
+        through shared memory (``costs.SCALAR_ATOMIC_*``).  The ATOMG and its fences are recorded for warp 0 only
+        (the other warps branch around them)."""
+        b0 = self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, deps, label="BAR.SYNC", line=line)
+        setup = self._cost(K.SCALAR_ATOMIC_SETUP, 1, [b0], line)
+        a = C.ST.active()
+        lanes = np.zeros((self.P, self.W), np.uint8)
+        lanes[:, 0] = 1
+        if a is not None:
+            lanes[~a] = 0
+        lanes = lanes.reshape(-1)
+        fence = self._cost(K.SCALAR_ATOMIC_FENCE, 1, [setup], line)
+        fence.active = lanes
+        at = self._emit(OpKind.ATOMIC, Pipe.LSU, 1, [fence], mem,
+                        label=f"ATOMG.E.{op.upper()}.STRONG.GPU.{ptr.dtype.element_ty.name.upper()}", line=line)
+        at.active = lanes
+        after = self._cost(K.SCALAR_ATOMIC_ACQUIRE, 1, [at], line)
+        after.active = lanes
+        if op != "cas":
+            return at
+        s1 = self._shared(OpKind.STORE, 1, 4, [at], "STS", line, warps_on=1)
+        b1 = self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, [s1], label="BAR.SYNC", line=line)
+        return self._shared(OpKind.LOAD, 1, 4, [b1], "LDS", line)
 
     def barrier(self):
         self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, (), label="BAR.SYNC")

@@ -288,7 +288,21 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     vc = cast(vt, elt) if vt.dtype != elt else vt
     st = C.state()
     m = _effective_mask(mask, shape)
+    rep = st.replaying()
+    if rep is not None:             # done in an earlier round (see _control.While): not again
+        keep = (~rep).reshape((rep.shape[0],) + (1,) * len(shape))
+        m = keep if m is None else (m & keep)
+    if st.in_while:
+        # inside a loop that may spin: only a store that changes memory is progress
+        old, mm = gather(pointer, shape, m)
+        new = np.broadcast_to(vshape(vc, shape), old.shape)
+        diff = old != new
+        if bool(np.any(diff if mm is None else (diff & mm))):
+            st.write_epoch += 1
+    else:
+        st.write_epoch += 1
     scatter(pointer, shape, vshape(vc, shape), m)
+    st.count_writes(None)
     if st.rec is not None:
         st.rec.store(pointer, vc, mask, shape)
 
@@ -318,6 +332,12 @@ def atomic(op: str, pointer, val, mask=None, sem=None, scope=None, cmp=None):
     vv = np.broadcast_to(vshape(vc, shape), full)
     mm = np.broadcast_to(m, full) if m is not None else np.ones(full, bool)
     old = np.zeros(full, elt.np)
+    rep = st.replaying()
+    if rep is not None:             # done in an earlier round (see _control.While): its old values again
+        rp = rep if st.active() is None else (rep & st.active())
+        for p in np.nonzero(rp)[0].tolist():
+            old[p] = st.replayed.get((p, int(st.write_idx[p])), 0)
+        mm = mm & ~rep.reshape((P0,) + (1,) * len(shape))
     sel_o = o[mm]
     if sel_o.size:
         if sel_o.min() < 0 or sel_o.max() >= buf.n:
@@ -325,7 +345,8 @@ def atomic(op: str, pointer, val, mask=None, sem=None, scope=None, cmp=None):
             fail(UnsupportedConstruct, f"atomic_{op} across argument arrays is not supported")
         sel_v = vv[mm]
         flat = buf.flat
-        cur = C.to_compute(buf.dtype, flat[sel_o])
+        raw_before = flat[sel_o]
+        cur = C.to_compute(buf.dtype, raw_before)
         uniq, first, counts = np.unique(sel_o, return_index=True, return_counts=True)
         if op == "cas":
             cc = np.broadcast_to(vshape(cast(to_tensor(unwrap(cmp)), elt), shape), full)[mm]
@@ -372,8 +393,14 @@ def atomic(op: str, pointer, val, mask=None, sem=None, scope=None, cmp=None):
             # last writer per address holds the final value
             buf.put(sel_o, C.to_storage(buf.dtype, new))
         _invalidate_aliases(buf)
+        if not np.array_equal(flat[sel_o], raw_before):
+            st.write_epoch += 1
     if elt in (float16, bfloat16):
         old = C.round_to(elt, old)
+    if st.atomic_log is not None:
+        a = st.active()
+        st.atomic_log.append((np.where(a, st.write_idx, -1) if a is not None else st.write_idx.copy(), old))
+    st.count_writes(None)
     out = tensor(old, elt, shape)
     if st.rec is not None:
         st.rec.atomic(out, pointer, vc, mask, shape, op)

@@ -47,6 +47,7 @@ class Stats:
         self.dots: dict = {}
         self.flops = 0.0
         self.math_fns: set = set()        # libdevice transcendental functions used (sin, cos, log, ...)
+        self.waits: dict = {}             # "file:line" of a spin loop -> [programs that waited, most rounds]
 
     def region(self, key) -> Region:
         r = self.regions.get(key)

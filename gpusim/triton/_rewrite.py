@@ -178,10 +178,11 @@ class _Rewriter(ast.NodeTransformer):
         if s.orelse:
             self._unsupported(s, "`while ... else`")
         w = f"__g_w{_uid()}"
-        out = [ast.copy_location(_assign(w, _call("__g_rt.While")), s)]
+        names = ast.Tuple(elts=[_const(n) for n in _assigned_names(s.body)], ctx=ast.Load())
+        out = [ast.copy_location(_assign(w, _call("__g_rt.While", [names])), s)]
         body = self._region_body(w, s.body, s)
-        out.append(ast.copy_location(ast.While(test=_call(f"{w}.next", [self.visit(s.test)]), body=body, orelse=[]),
-                                     s))
+        out.append(ast.copy_location(ast.While(test=_call(f"{w}.next", [self.visit(s.test), _call("locals")]),
+                                               body=body, orelse=[]), s))
         out.append(ast.copy_location(_expr(_call(f"{w}.finish")), s))
         return out
 

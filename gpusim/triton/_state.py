@@ -38,6 +38,16 @@ class State:
         self.retired: np.ndarray | None = None
         self._active: np.ndarray | None = None
         self.max_numel = 1
+        # programs that wait on each other (a spin lock): see ``defer`` / ``next_round``
+        self.write_epoch = 0                   # memory changes so far (a spinning loop makes none)
+        self.in_while = 0                      # depth of `while` loops being executed
+        self.write_idx = np.zeros(self.P, np.int64)    # per program: stores / atomics executed this round
+        self.deferred: np.ndarray | None = None        # programs set aside this round (waiting on others)
+        self.defer_point = np.zeros(self.P, np.int64)  # their write_idx where they started waiting
+        self.defer_at: np.ndarray | None = None        # replay: writes before this index already happened
+        self.atomic_log: list | None = None            # (write index per program, old values) of each atomic
+        self.replayed: dict = {}                       # (program, write index) -> old values to return
+        self.spin_site: tuple = ("", 0)
 
     # ---- active programs ---------------------------------------------------------------------------
     def active(self) -> np.ndarray | None:
@@ -68,6 +78,61 @@ class State:
 
     def any_active(self) -> bool:
         return self._active is None or bool(self._active.any())
+
+    def rec_active(self) -> np.ndarray | None:
+        """Programs whose current op goes into the trace: the active ones, less those replaying (a round after
+        a wait re-executes a program up to where it waited; that part was recorded in its first round)."""
+        a = self._active
+        if self.defer_at is None:
+            return a
+        rep = self.write_idx < self.defer_at
+        if not rep.any():
+            return a
+        return ~rep if a is None else (a & ~rep)
+
+    def replaying(self) -> np.ndarray | None:
+        """bool (P,): programs whose next store / atomic already happened in an earlier round (skip it)."""
+        if self.defer_at is None:
+            return None
+        rep = self.write_idx < self.defer_at
+        return rep if rep.any() else None
+
+    def count_writes(self, programs: np.ndarray | None):
+        """Programs (bool (P,), None = all active) executed one more store / atomic."""
+        a = self._active if programs is None else programs
+        if a is None:
+            self.write_idx += 1
+        else:
+            self.write_idx += a
+
+    def defer(self, programs: np.ndarray, since: np.ndarray, site):
+        """``programs`` wait for others that cannot run until this round ends (a spin lock's holder is masked
+        off while they spin): they stop here and run again in the next round from the start, replaying their
+        first ``since`` stores / atomics (already done) without redoing them."""
+        if self.deferred is None:
+            self.deferred = np.zeros(self.P, bool)
+        self.deferred |= programs
+        self.defer_point = np.where(programs, since, self.defer_point)
+        self.spin_site = site
+        self.retired = programs.copy() if self.retired is None else (self.retired | programs)
+        self._update()
+
+    def next_round(self):
+        """Start the next round: only the deferred programs run, replaying up to where they waited."""
+        d = self.deferred
+        self.defer_at = np.where(d, self.defer_point, 0)
+        rep = {}
+        for idx, old in (self.atomic_log or ()):
+            sel = np.nonzero(d & (idx >= 0) & (idx < self.defer_at))[0]
+            for p in sel.tolist():
+                rep[(p, int(idx[p]))] = old[p] if old.shape[0] > 1 else old[0]
+        self.replayed = rep
+        self.atomic_log = [] if self.atomic_log is not None else None
+        self.write_idx = np.zeros(self.P, np.int64)
+        self.retired = ~d
+        self.deferred = None
+        self.masks = []
+        self._update()
 
     def retire(self) -> bool:
         """``return`` under a program-varying condition: the active programs stop.  True if none remain."""

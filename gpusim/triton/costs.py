@@ -93,6 +93,74 @@ FLOAT_OP = {
     # element and one MUFU.RCP per row; fa_fwd's acc / l_i: FMUL 0.25 + FSEL + FMUL 2^24 + FMUL per element)
     "truediv": [(FP32, 3, "FMUL"), (INT, 0.5, "FSEL")],
 }
+#: tl.philox / tl.rand*: per element and round, from the SASS of Triton 3.6 (ptxas 12.8, sm_90) for
+#: ``tl.store(X + offs, tl.randint(seed, offs))`` at 4 and 8 elements per thread (the difference: 117 IMAD, 74
+#: LOP3 per 4 elements for 10 rounds): the two 32x32->64 multiplies (IMAD.WIDE.U32, hi and lo halves) and the
+#: three-input xors (LOP3) of each round; the key schedule (k0 += 0x9E3779B9, k1 += 0xBB67AE85) once per round
+#: per thread (about 20 IADD3 per thread whatever the elements).  A 64-bit Philox costs twice as much (estimate).
+#: ``tl.rand`` adds the conversion (SHF/LOP3 + I2FP + FMUL per element, costed as those ops); ``tl.randn``
+#: log + sqrt + cos (libdevice, costed as those ops).
+PHILOX_ROUND = [(FP32, 2.9, "IMAD.WIDE.U32+IMAD"), (INT, 1.85, "LOP3")]
+PHILOX_KEY_ROUND = [(INT, 2, "IADD3")]
+#: libdevice functions (``tl.extra.libdevice.*``), per fp32 element: the instructions of a kernel that applies
+#: the function once per thread, minus those of the same kernel copying its input (Triton 3.6 + ptxas 12.8,
+#: sm_90, one element per thread), by pipe.  These are *static* counts: functions with a rarely taken slow path
+#: (atan/asinh/atan2/erfinv/div_rn/tgamma call a subroutine; sin/cos/tan carry the Payne-Hanek reduction) are
+#: counted with it, an upper bound of what executes; fp64 arguments cost twice (an estimate).
+LIBDEVICE = {
+    "acos": [(FP32, 13, "FADD+FFMA+FMUL"), (INT, 3, "FSETP+HFMA2"), (SFU, 1, "MUFU")],
+    "acosh": [(FP32, 36, "FADD+FFMA+FMUL"), (INT, 24, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+SH"), (SFU, 3, "I2FP+MUFU"), (BRANCH, 5, "BRA+BSSY+BSYNC")],
+    "asin": [(FP32, 11, "FADD+FFMA+FMUL"), (INT, 7, "FSETP+HFMA2+LOP3+MOV+SEL"), (SFU, 1, "MUFU")],
+    "asinh": [(FP32, 40, "FADD+FFMA+FMUL+IMAD"), (INT, 47, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+PL"), (SFU, 9, "I2FP+MUFU"), (BRANCH, 16, "BRA+BSSY+BSYNC+CALL+RET")],
+    "atan": [(FP32, 33, "FADD+FFMA+FMUL+IMAD"), (INT, 45, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+PL"), (SFU, 6, "MUFU"), (BRANCH, 17, "BRA+BSSY+BSYNC+CALL+RET")],
+    "atan2": [(FP32, 69, "FADD+FFMA+FMUL+IMAD"), (INT, 101, "FMNMX+FSETP+IADD3+ISETP+LOP3+MOV+PLOP3+S"), (SFU, 9, "FCHK+MUFU"), (BRANCH, 41, "BRA+BSSY+BSYNC+CALL+RET")],
+    "atanh": [(FP32, 21, "FADD+FFMA+FMUL"), (INT, 16, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+SE"), (SFU, 2, "I2FP+MUFU"), (BRANCH, 3, "BRA+BSSY+BSYNC")],
+    "cbrt": [(FP32, 6, "FADD+FFMA+FMUL"), (INT, 3, "FSEL+FSETP"), (SFU, 3, "MUFU")],
+    "ceil": [(FP32, 1, "FRND")],
+    "cos": [(FP32, 31, "DMUL+FADD+FFMA+FMUL+IMAD"), (INT, 32, "FSEL+FSETP+IADD3+ISETP+LOP3+MOV+SHF+VIAD"), (SFU, 4, "F2F+F2I+I2F+I2FP"), (BRANCH, 5, "BRA+BSSY+BSYNC")],
+    "cosh": [(FP32, 11, "FADD+FFMA+FMUL+FRND"), (INT, 7, "FSEL+FSETP+HFMA2+LOP3+SHF"), (SFU, 2, "MUFU")],
+    "cospi": [(FP32, 14, "FADD+FFMA+FMUL+FRND"), (INT, 10, "FSEL+FSETP+HFMA2+IADD3+LOP3+MOV+SHF"), (SFU, 1, "F2I")],
+    "div_rn": [(FP32, 22, "FADD+FFMA+IMAD"), (INT, 34, "FSETP+ISETP+LOP3+MOV+PLOP3+SEL+SHF+VIADD"), (SFU, 4, "FCHK+MUFU"), (BRANCH, 28, "BRA+BREAK+BSSY+BSYNC+CALL+RET")],
+    "erf": [(FP32, 15, "FADD+FFMA+FMUL+IMAD"), (INT, 11, "FSEL+FSETP+HFMA2+LOP3+MOV+SHF"), (SFU, 1, "MUFU")],
+    "erfc": [(FP32, 37, "FADD+FFMA+FMUL+FRND"), (INT, 10, "FSEL+FSETP+HFMA2+LOP3+MOV+SHF"), (SFU, 3, "MUFU")],
+    "erfinv": [(FP32, 33, "FADD+FFMA+FMUL+IMAD"), (INT, 36, "FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+PLOP3+S"), (SFU, 7, "MUFU"), (BRANCH, 16, "BRA+BSSY+BSYNC+CALL+RET")],
+    "exp": [(FP32, 7, "FADD+FFMA+FMUL"), (INT, 3, "HFMA2+MOV+SHF"), (SFU, 1, "MUFU")],
+    "exp10": [(FP32, 7, "FADD+FFMA+FMUL"), (INT, 3, "HFMA2+MOV+SHF"), (SFU, 1, "MUFU")],
+    "exp2": [(SFU, 1, "MUFU")],
+    "expm1": [(FP32, 15, "FADD+FFMA+FMUL+FRND"), (INT, 10, "FSEL+FSETP+HFMA2"), (SFU, 1, "MUFU")],
+    "fast_dividef": [(FP32, 1, "FMUL"), (SFU, 1, "MUFU")],
+    "fast_expf": [(FP32, 1, "FMUL"), (SFU, 1, "MUFU")],
+    "fast_logf": [(FP32, 1, "FMUL"), (SFU, 1, "MUFU")],
+    "fast_tanf": [(FP32, 2, "FMUL"), (SFU, 3, "MUFU")],
+    "floor": [(FP32, 1, "FRND")],
+    "fmod": [(FP32, 26, "FADD+FFMA+FMUL+FRND+IMAD"), (INT, 26, "FSEL+FSETP+IADD3+ISETP+LOP3+SEL+SHF+VIMN"), (SFU, 2, "MUFU"), (BRANCH, 13, "BRA+BSSY+BSYNC")],
+    "hypot": [(FP32, 7, "FADD+FFMA+FMUL"), (INT, 8, "FSEL+FSETP+LOP3+VIMNMX"), (SFU, 1, "MUFU")],
+    "lgamma": [(FP32, 127, "FADD+FFMA+FMUL+FRND"), (INT, 62, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+R2"), (SFU, 7, "F2I+I2FP+MUFU"), (BRANCH, 16, "BRA+BSSY+BSYNC")],
+    "log": [(FP32, 15, "FADD+FFMA+FMUL"), (INT, 11, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+SH"), (SFU, 1, "I2FP")],
+    "log10": [(FP32, 16, "FADD+FFMA+FMUL"), (INT, 11, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+SH"), (SFU, 1, "I2FP")],
+    "log1p": [(FP32, 16, "FADD+FFMA+FMUL"), (INT, 12, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+SH"), (SFU, 1, "I2FP"), (BRANCH, 3, "BRA+BSSY+BSYNC")],
+    "log2": [(FP32, 17, "FADD+FFMA+FMUL"), (INT, 11, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+SH"), (SFU, 1, "I2FP")],
+    "pow": [(FP32, 61, "FADD+FFMA+FMUL+FRND"), (INT, 51, "FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+MOV+PL"), (SFU, 3, "I2FP+MUFU"), (BRANCH, 5, "BRA+BSSY+BSYNC")],
+    "rint": [(FP32, 1, "FRND")],
+    "round": [(FP32, 2, "FADD+FRND"), (INT, 2, "HFMA2+LOP3")],
+    "rsqrt": [(SFU, 1, "MUFU")],
+    "sin": [(FP32, 31, "DMUL+FADD+FFMA+FMUL+IMAD"), (INT, 30, "FSEL+FSETP+IADD3+ISETP+LOP3+MOV+R2P+SHF+"), (SFU, 4, "F2F+F2I+I2F+I2FP"), (BRANCH, 5, "BRA+BSSY+BSYNC")],
+    "sinh": [(FP32, 17, "FADD+FFMA+FMUL+FRND"), (INT, 11, "FSEL+FSETP+HFMA2+LOP3+MOV+SHF"), (SFU, 2, "MUFU"), (BRANCH, 4, "BRA+BSSY+BSYNC")],
+    "sinpi": [(FP32, 14, "FADD+FFMA+FMUL+FRND"), (INT, 8, "FSEL+FSETP+HFMA2+MOV+R2P+SHF"), (SFU, 1, "F2I")],
+    "sqrt": [(SFU, 1, "MUFU")],
+    "tan": [(FP32, 29, "DMUL+FADD+FFMA+FMUL+IMAD"), (INT, 29, "FSEL+FSETP+IADD3+ISETP+LOP3+SHF+VIADD"), (SFU, 5, "F2F+F2I+I2F+I2FP+MUFU"), (BRANCH, 5, "BRA+BSSY+BSYNC")],
+    "tanh": [(FP32, 10, "FADD+FFMA+FMUL"), (INT, 7, "FSEL+FSETP+HFMA2+LOP3+MOV+SHF"), (SFU, 2, "MUFU"), (BRANCH, 4, "BRA+BSSY+BSYNC")],
+    "tgamma": [(FP32, 80, "FADD+FFMA+FMUL+FRND"), (INT, 80, "FMNMX+FSEL+FSETP+HFMA2+IADD3+ISETP+LOP3+"), (SFU, 8, "F2I+MUFU"), (BRANCH, 40, "BRA+BSSY+BSYNC+CALL+RET")],
+    "trunc": [(FP32, 1, "FRND")],
+    # not compiled here (estimates): the fast_* intrinsics are one MUFU plus a scaling FMUL
+    "fast_sinf": [(FP32, 1, "FMUL"), (SFU, 1, "MUFU.SIN")], "fast_cosf": [(FP32, 1, "FMUL"), (SFU, 1, "MUFU.COS")],
+    "fast_log2f": [(SFU, 1, "MUFU.LG2")], "fast_log10f": [(FP32, 1, "FMUL"), (SFU, 1, "MUFU.LG2")],
+    "fast_exp10f": [(FP32, 1, "FMUL"), (SFU, 1, "MUFU.EX2")],
+    "fast_powf": [(FP32, 1, "FMUL"), (SFU, 2, "MUFU.LG2+MUFU.EX2")], "nearbyint": [(FP32, 1, "FRND")],
+    "copysign": [(INT, 1, "LOP3")], "saturatef": [(FP32, 1, "FADD.SAT")],
+}
+LIBDEVICE_DEFAULT = [(FP32, 12, "FFMA (estimate)"), (INT, 8, "FSETP+FSEL (estimate)"), (SFU, 1, "MUFU (estimate)")]
+LIBDEVICE_NO_FP64 = ("floor", "ceil", "trunc", "rint", "round", "nearbyint")
 DIV_RCP = [(SFU, 1, "MUFU.RCP"), (INT, 2, "FSETP"), (FP32, 2, "FMUL")]
 #: fp16/bf16 arithmetic: packed pairs (HADD2/HMUL2/HFMA2; some issue as HFMA2.MMA on the tensor pipe).
 HALF_OP = [(FP16, 0.5, "HADD2")]
@@ -119,6 +187,16 @@ OTHER_NARROW = [(INT, 1, "PRMT")]
 #: (tl_matmul_1409_128x128x64: 446 instructions per iteration for 64 LDG.E.U16 per thread, i.e. LDG + PRMT +
 #: STS.U16 + 2 pointer-advance + these 1.8; tl_matmul_1409_64x64x32: 274 for 32)
 NARROW_LOAD_IN_LOOP = [(FP32, 1.0, "IMAD.WIDE"), (FP32, 1.0, "IMAD.MOV")]
+
+#: a 0-d atomic (tutorial 05's spin lock ``while tl.atomic_cas(Lock, 0, 1) == 1``), from the SASS Triton 3.6
+#: compiles ``_layer_norm_bwd_dx_fused`` to for sm_90: BAR.SYNC (the broadcast slot's reuse); operand setup
+#: (MOV, HFMA2.MMA, IMAD.U32, MOV, IMAD.MOV.U32); BSSY + @!P BRA around thread 0's part + BSYNC; the default
+#: ``sem="acq_rel"``: MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR before and CCTL.IVALL after ATOMG.E.CAS.STRONG.GPU;
+#: then (compare-and-swap: its old value is used) STS by thread 0, BAR.SYNC, LDS by every thread.  An xchg whose
+#: value is unused (``tl.atomic_xchg(Lock, 0)``) writes RZ and has no broadcast.
+SCALAR_ATOMIC_SETUP = [(INT, 3, "MOV+HFMA2.MMA+MOV"), (FP32, 2, "IMAD.U32+IMAD.MOV"), (BRANCH, 3, "BSSY+BRA+BSYNC")]
+SCALAR_ATOMIC_FENCE = [(BRANCH, 3, "MEMBAR.ALL.GPU+ERRBAR+CGAERRBAR")]
+SCALAR_ATOMIC_ACQUIRE = [(LSU, 1, "CCTL.IVALL")]
 
 # ---- software pipelining (cp.async ring), per loop iteration ------------------------------------------------
 #: per pipelined load: the commit (LDGDEPBAR) and the ring-slot address arithmetic in uniform registers.

@@ -210,6 +210,38 @@ _libdevice = _types.SimpleNamespace(exp=exp, exp2=exp2, log=log, log2=log2, sin=
                                         _C.binary("mul", 2.0, x))), 1.0))
 extra = _types.SimpleNamespace(libdevice=_libdevice, cuda=_types.SimpleNamespace(libdevice=_libdevice))
 
+# ---- random numbers (Triton's Philox) ------------------------------------------------------------------------------
+from . import _ops_random  # noqa: E402
+philox = _ops_random.philox
+randint = _ops_random.randint
+randint4x = _ops_random.randint4x
+rand = _ops_random.rand
+rand4x = _ops_random.rand4x
+randn = _ops_random.randn
+randn4x = _ops_random.randn4x
+uint_to_uniform_float = _ops_random.uint_to_uniform_float
+pair_uniform_to_normal = _ops_random.pair_uniform_to_normal
+
+# ---- libdevice: ``from triton.language.extra import libdevice`` / ``extra.cuda.libdevice`` -----------------------------
+from . import _libdevice  # noqa: E402
+
+
+def _extra_modules():
+    import sys
+    ld = _types.ModuleType(__name__ + ".extra.libdevice")
+    ld.__dict__.update(vars(_libdevice.namespace()))
+    cuda = _types.ModuleType(__name__ + ".extra.cuda")
+    cuda.libdevice = ld
+    ex = _types.ModuleType(__name__ + ".extra")
+    ex.libdevice, ex.cuda = ld, cuda
+    for m in (ex, cuda, ld):
+        sys.modules[m.__name__] = m
+    sys.modules[__name__ + ".extra.cuda.libdevice"] = ld
+    return ex, ld
+
+
+extra, _libdevice_ns = _extra_modules()
+
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations",)]
 _C.register_methods(globals())          # tl functions are also tensor methods: x.sum(0), x.exp() ...
 

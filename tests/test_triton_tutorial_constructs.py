@@ -1,0 +1,611 @@
+"""The constructs Triton's tutorials 01-09 use that gpusim's Triton front end had to learn (project issue 12):
+builtin ``min``/``max`` on per-program values (tutorial 03's grouped ordering), ``@triton.autotune`` timing every
+config, ``warmup`` and ``triton.runtime.driver`` (tutorial 02), Philox random numbers (tutorial 04), 0-d loads and
+stores and a spin lock on atomics (tutorial 05), pointer tables cast from int64 (tutorial 08), ``libdevice``
+(tutorial 07).  Each against numpy or analytic values; where Triton's interpreter runs the construct, against it
+too (``contract``: ``TRITON_INTERPRET=1`` in a subprocess, on the same kernel source)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpusim.api  # noqa: F401  (the engine times autotune configs)
+from gpusim.errors import CompileError, KernelError, OutOfBounds
+from gpusim.trace import OpKind
+from gpusim.triton import trace_launch, run_launch
+from gpusim import triton
+from gpusim.triton import language as tl
+
+TESTS = Path(__file__).resolve().parent
+RNG = np.random.default_rng(12)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. builtin min / max, tutorial 03
+# ---------------------------------------------------------------------------------------------------------
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr):
+    # tutorial 03's kernel, verbatim (less the activation)
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    tl.assume(pid_m >= 0)
+    tl.assume(pid_n >= 0)
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+def _matmul_args(M, N, K):
+    a = (RNG.random((M, K), dtype=np.float32) - 0.5).astype(np.float16)
+    b = (RNG.random((K, N), dtype=np.float32) - 0.5).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    return a, b, c, [a, b, c, M, N, K, K, 1, N, 1, N, 1]
+
+
+@pytest.mark.parametrize("bk", [32, 64])
+def test_tutorial03_320_groups_of_different_sizes(bk):
+    # 5 x 5 tiles in groups of 2 rows: the last group has one row (group_size_m differs between programs)
+    a, b, c, args = _matmul_args(320, 320, 320)
+    meta = dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=bk, GROUP_SIZE_M=2, num_warps=4, num_stages=3)
+    tr = trace_launch(matmul_kernel, (25,), args, meta)
+    ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
+    assert tr.n_ctas == 25 and any(op.kind == OpKind.MMA for t in tr.tables for op in t.ops)
+
+
+def test_tutorial03_1408_128x128x64():
+    a, b, c, args = _matmul_args(1408, 1408, 1408)
+    meta = dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, num_warps=4, num_stages=4)
+    tr = trace_launch(matmul_kernel, (121,), args, meta)     # 11 x 11 tiles: groups of 8, 3 rows
+    ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
+    assert tr.n_ctas == 121
+
+
+@triton.jit
+def minmax_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    a = min(n - pid, 3)                      # per-program scalar
+    b = max(pid, 2, n // 4)                  # three arguments, folded left to right
+    c = min(offs, pid)                       # a tile (deprecated in Triton, accepted)
+    k = min(BLOCK, 7)                        # constexprs: Python's min
+    tl.store(out_ptr + pid * 4 * BLOCK + offs, a + offs * 0)
+    tl.store(out_ptr + pid * 4 * BLOCK + BLOCK + offs, b + offs * 0)
+    tl.store(out_ptr + pid * 4 * BLOCK + 2 * BLOCK + offs, c)
+    tl.store(out_ptr + pid * 4 * BLOCK + 3 * BLOCK + offs, k + offs * 0)
+
+
+def test_builtin_min_max_on_program_values():
+    n, B, P = 10, 8, 12
+    out = np.zeros(P * 4 * B, np.int32)
+    minmax_kernel[(P,)](out, n, BLOCK=B)
+    o = out.reshape(P, 4, B)
+    pid = np.arange(P)
+    np.testing.assert_array_equal(o[:, 0, 0], np.minimum(n - pid, 3))
+    np.testing.assert_array_equal(o[:, 1, 0], np.maximum(np.maximum(pid, 2), n // 4))
+    np.testing.assert_array_equal(o[:, 2], np.minimum(np.arange(B)[None, :], pid[:, None]))
+    assert (o[:, 3] == 7).all()
+
+
+@triton.jit
+def abs_kernel(out_ptr, n):
+    tl.store(out_ptr + tl.program_id(0), abs(n - tl.program_id(0)))
+
+
+def test_builtin_abs_is_undefined_as_in_triton():
+    out = np.zeros(4, np.int32)
+    with pytest.raises(CompileError, match="abs is not defined.*tl.abs") as e:
+        abs_kernel[(4,)](out, 2)
+    assert e.value.line > 0 and e.value.file.endswith("test_triton_tutorial_constructs.py")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# autotune: every config simulated for a new key, cached per key
+# ---------------------------------------------------------------------------------------------------------
+
+_TUNE_CONFIGS = [triton.Config({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2},
+                               num_warps=4, num_stages=3),
+                 triton.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2},
+                               num_warps=2, num_stages=2),
+                 triton.Config({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 2},
+                               num_warps=8, num_stages=4)]          # out of shared memory: times as infinity
+tuned_matmul = triton.autotune(configs=_TUNE_CONFIGS, key=["M", "N", "K"])(matmul_kernel)
+
+
+def test_autotune_simulates_every_config_and_caches_per_key():
+    a, b, c, args = _matmul_args(192, 192, 192)
+    grid = lambda META: (triton.cdiv(192, META["BLOCK_SIZE_M"]) * triton.cdiv(192, META["BLOCK_SIZE_N"]),)
+    tr = trace_launch(tuned_matmul, grid, args)
+    ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
+    info = tr.meta["autotune"]
+    cyc = [x["cycles"] for x in info["configs"]]
+    assert cyc[0] and cyc[1] and cyc[2] is None and "out of resource" in info["configs"][2]["error"]
+    best = int(np.argmin([x if x else np.inf for x in cyc]))
+    assert info["chosen"] == info["configs"][best]["config"] and not info["cached"]
+    assert any("simulated every one of the 3 configs" in s for s in tr.notes)
+    key = (192, 192, 192, "float16", "float16", "float16")
+    assert tuned_matmul.cache[key] is _TUNE_CONFIGS[best] and tuned_matmul.best_config is _TUNE_CONFIGS[best]
+    # the same key again: the cached config, no new timing
+    c[...] = 0
+    tr2 = trace_launch(tuned_matmul, grid, args)
+    np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
+    assert tr2.meta["autotune"]["cached"] and any("seen before" in s for s in tr2.notes)
+    assert tr2.grid == tr.grid
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. warmup, triton.runtime.driver (tutorial 02)
+# ---------------------------------------------------------------------------------------------------------
+
+@triton.jit
+def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                   BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        row_start_ptr = input_ptr + row_idx * input_row_stride
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        input_ptrs = row_start_ptr + col_offsets
+        mask = col_offsets < n_cols
+        row = tl.load(input_ptrs, mask=mask, other=-float('inf'))
+        row_minus_max = row - tl.max(row, axis=0)
+        numerator = tl.exp(row_minus_max)
+        denominator = tl.sum(numerator, axis=0)
+        softmax_output = numerator / denominator
+        output_row_start_ptr = output_ptr + row_idx * output_row_stride
+        output_ptrs = output_row_start_ptr + col_offsets
+        tl.store(output_ptrs, softmax_output, mask=mask)
+
+
+def test_tutorial02_warmup_and_device_properties():
+    from gpusim.triton.runtime import driver
+    props = driver.active.utils.get_device_properties(driver.active.get_active_torch_device().index)
+    assert props["multiprocessor_count"] == 132 and props["max_num_regs"] == 65536
+    assert props["max_shared_mem"] == 232448 and props["warpSize"] == 32
+    tgt = triton.runtime.driver.active.get_current_target()
+    assert (tgt.backend, tgt.arch, tgt.warp_size) == ("cuda", 90, 32)
+    x = RNG.standard_normal((300, 781)).astype(np.float32)
+    y = np.zeros_like(x)
+    kernel = softmax_kernel.warmup(y, x, 781, 781, 300, 781, BLOCK_SIZE=1024, num_stages=4, num_warps=8, grid=(1,))
+    kernel._init_handles()
+    assert not y.any()                                   # warmup computes nothing the caller sees
+    assert 16 <= kernel.n_regs <= 255 and kernel.n_spills == 0
+    assert kernel.metadata.num_warps == 8 and kernel.metadata.num_stages == 4 and kernel.metadata.shared > 0
+    occupancy = min(props["max_num_regs"] // (kernel.n_regs * 32 * 8), props["max_shared_mem"] // kernel.metadata.shared)
+    num_programs = min(props["multiprocessor_count"] * occupancy, 300)
+    kernel[(num_programs, 1, 1)](y, x, 781, 781, 300, 781, 1024, 4)
+    ref = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(y, ref / ref.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. 0-d loads and stores (tutorial 05 forward)
+# ---------------------------------------------------------------------------------------------------------
+
+@triton.jit
+def row_stats_kernel(X, Mean, Rstd, stride, N, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * stride
+    cols = tl.arange(0, BLOCK_SIZE)
+    x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+    mean = tl.sum(x, axis=0) / N
+    xc = tl.where(cols < N, x - mean, 0.)
+    rstd = 1 / tl.sqrt(tl.sum(xc * xc, axis=0) / N + 1e-5)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    m2 = tl.load(Mean + row)                 # a 0-d load
+    tl.store(Rstd + row + 0 * m2.to(tl.int32), rstd)
+
+
+def test_scalar_store_is_one_thread_scalar_load_one_request_per_warp():
+    M, N = 40, 300
+    x = RNG.standard_normal((M, N)).astype(np.float32)
+    mean, rstd = np.zeros(M, np.float32), np.zeros(M, np.float32)
+    tr = trace_launch(row_stats_kernel, (M,), [x, mean, rstd, N, N], {"BLOCK_SIZE": 512, "num_warps": 2})
+    np.testing.assert_allclose(mean, x.mean(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(x.var(1) + 1e-5), rtol=1e-4)
+    t = tr.tables[0]
+    glob = [op for op in t.ops if op.mem is not None and op.mem.ptr is not None]
+    stores = [op for op in glob if op.kind == OpKind.STORE and np.diff(op.mem.ptr).sum() <= t.n_ctas]
+    assert len(stores) == 3
+    for op in stores:                       # one line per CTA, in its warp 0 only
+        per_warp = np.diff(op.mem.ptr).reshape(t.n_ctas, t.warps_per_cta)
+        assert (per_warp[:, 0] == 1).all() and (per_warp[:, 1:] == 0).all()
+        assert op.mem.bytes_requested == 4 * t.n_ctas
+    loads = [op for op in glob if op.kind == OpKind.LOAD and np.diff(op.mem.ptr).sum() == t.n_warps]
+    assert len(loads) == 1                   # every warp loads the 0-d value: one request each
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 5. spin locks on atomics (tutorial 05 backward)
+# ---------------------------------------------------------------------------------------------------------
+
+@triton.jit
+def locked_accumulate(DW, X, Lock, N, GROUP: tl.constexpr, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    lock_id = row % GROUP
+    Lock += lock_id
+    Count = Lock + GROUP
+    DW = DW + lock_id * N + cols
+    x = tl.load(X + row * N + cols, mask=mask, other=0.)
+    while tl.atomic_cas(Lock, 0, 1) == 1:
+        pass
+    count = tl.load(Count)
+    if count == 0:
+        tl.atomic_xchg(Count, 1)
+    else:
+        x += tl.load(DW, mask=mask)
+    tl.store(DW, x, mask=mask)
+    tl.debug_barrier()
+    tl.atomic_xchg(Lock, 0)
+
+
+def test_spin_lock_serializes_critical_sections():
+    M, N, G = 70, 100, 8
+    x = RNG.standard_normal((M, N)).astype(np.float32)
+    dw = np.zeros((G, N), np.float32)
+    lock = np.zeros(2 * G, np.int32)
+    tr = trace_launch(locked_accumulate, (M,), [dw, x, lock, N], {"GROUP": G, "BLOCK_N": 128})
+    ref = np.stack([x[g::G].sum(0) for g in range(G)])
+    np.testing.assert_allclose(dw, ref, rtol=1e-5, atol=1e-5)
+    assert (lock[:G] == 0).all() and (lock[G:] == 1).all()
+    # each contender's retries are in its trace: the i-th program of a lock retries its CAS about 2 i times
+    t = tr.tables[0]
+    cas = [i for i, op in enumerate(t.ops) if op.kind == OpKind.ATOMIC and "CAS" in op.label]
+    per_cta = (t.active[cas].reshape(len(cas), t.n_ctas, t.warps_per_cta)[:, :, 0] > 0).sum(0)
+    assert per_cta[:G].min() >= 1 and per_cta[-1] > per_cta[0]
+    assert any("spin wait" in s for s in tr.notes)
+
+
+@triton.jit
+def wait_forever(Flag):
+    while tl.load(Flag + tl.program_id(0) * 0) == 0:
+        pass
+
+
+def test_spin_without_progress_is_an_error_not_a_hang():
+    flag = np.zeros(1, np.int32)
+    with pytest.raises(KernelError, match="never ends") as e:
+        wait_forever[(4,)](flag)
+    assert e.value.line > 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. random numbers: bit-identical to Triton's interpreter
+# ---------------------------------------------------------------------------------------------------------
+
+_RAND_SRC = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rand_kernel(X, I, G, F4, seed, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(X + offs, tl.rand(seed, offs), mask=mask)
+    tl.store(I + offs, tl.randint(seed, offs), mask=mask)
+    tl.store(G + offs, tl.randn(seed, offs), mask=mask)
+    a, b, c, d = tl.randint4x(seed, offs + 7)
+    tl.store(F4 + offs * 4, a, mask=mask)
+    tl.store(F4 + offs * 4 + 1, b, mask=mask)
+    tl.store(F4 + offs * 4 + 2, c, mask=mask)
+    tl.store(F4 + offs * 4 + 3, d, mask=mask)
+
+
+@triton.jit
+def dropout_kernel(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
+    # tutorial 04's _seeded_dropout
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    random = tl.rand(seed, offsets)
+    x_keep = random > p
+    output = tl.where(x_keep, x / (1 - p), 0.0)
+    tl.store(output_ptr + offsets, output, mask=mask)
+
+
+def cases():
+    import numpy as np
+    n = 1000
+    out = []
+    for seed in (0, 123, 2 ** 31 - 5):
+        out.append(("rand", rand_kernel, (triton.cdiv(n, 256),),
+                    [np.zeros(n, np.float32), np.zeros(n, np.uint32), np.zeros(n, np.float32),
+                     np.zeros(4 * n, np.uint32), seed, n], {"BLOCK": 256}))
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    out.append(("dropout", dropout_kernel, (triton.cdiv(n, 128),), [x, np.zeros(n, np.float32), n, 0.5, 42],
+                {"BLOCK_SIZE": 128}))
+    return out
+'''
+
+_INTERP_RUNNER = '''
+import importlib.util, sys, json
+import numpy as np
+sys.path.insert(0, {tests!r})
+import triton_interp_runner  # noqa: F401  (numpy 2 shim for the interpreter)
+import torch
+spec = importlib.util.spec_from_file_location("kmod", {src!r})
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+res = {{}}
+for i, (name, k, grid, args, meta) in enumerate(m.cases()):
+    targs = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args]
+    k[grid](*targs, **meta)
+    for j, a in enumerate(args):
+        if isinstance(a, np.ndarray):
+            res[f"{{i}}_{{j}}"] = a
+np.savez({out!r}, **res)
+'''
+
+
+def _interp(tmp_path, src: str, name: str) -> dict:
+    for mod in ("triton", "torch"):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"{mod} is not installed (the contract needs Triton's interpreter)")
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    out = tmp_path / f"{name}_interp.npz"
+    runner = tmp_path / f"{name}_run.py"
+    runner.write_text(_INTERP_RUNNER.format(tests=str(TESTS), src=str(path), out=str(out)))
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    r = subprocess.run([sys.executable, str(runner)], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return dict(np.load(out)), path
+
+
+def _load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+@pytest.mark.contract
+def test_random_bit_identical_to_triton_interpreter(tmp_path):
+    ref, path = _interp(tmp_path, _RAND_SRC, "rand_src")
+    m = _load_module(path, "rand_src_gpusim")
+    for i, (name, k, grid, args, meta) in enumerate(m.cases()):
+        tr = trace_launch(k, grid, args, meta)
+        for j, a in enumerate(args):
+            if isinstance(a, np.ndarray) and f"{i}_{j}" in ref and j > 0 or (name == "rand" and j == 0):
+                np.testing.assert_array_equal(a.view(np.uint32) if a.dtype == np.float32 else a,
+                                              ref[f"{i}_{j}"].view(np.uint32) if a.dtype == np.float32
+                                              else ref[f"{i}_{j}"], err_msg=f"{name} arg {j}")
+        assert tr.n_ctas == grid[0]
+
+
+def test_philox_matches_reference_vectors_and_statistics():
+    # Random123's known-answer test for philox4x32-10 (counter 0, key 0) and (counter/key all 1s)
+    from gpusim.triton._ops_random import philox_np
+    z = np.zeros(1, np.uint32)
+    out = philox_np(z, z, z, z, z, z, 10, 32)
+    assert [hex(int(o[0])) for o in out] == ["0x6627e8d5", "0xe169c58d", "0xbc57ac4c", "0x9b00dbd8"]
+    f = np.full(1, 0xFFFFFFFF, np.uint32)
+    out = philox_np(f, f, f, f, f, f, 10, 32)
+    assert [hex(int(o[0])) for o in out] == ["0x408f276d", "0x41c83b0e", "0xa20bc7c6", "0x6d5451fd"]
+
+
+@triton.jit
+def rand_stats_kernel(U, Nrm, seed, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(U + offs, tl.rand(seed, offs))
+    tl.store(Nrm + offs, tl.randn(seed, offs))
+
+
+def test_rand_uniform_and_randn_normal_and_costed():
+    n = 1 << 16
+    u, g = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    tr = trace_launch(rand_stats_kernel, (n // 1024,), [u, g, 7], {"BLOCK": 1024})
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 1 / 12) < 0.005
+    assert abs(g.mean()) < 0.02 and abs(g.std() - 1) < 0.02
+    labels = {op.label for t in tr.tables for op in t.ops}
+    assert "IMAD.WIDE.U32+IMAD" in labels and "LOP3" in labels
+    # 2 philox evaluations x 10 rounds x 2.9 IMAD per element: 8 elements per thread
+    imad = sum(op.n_inst for op in tr.tables[0].ops if op.label == "IMAD.WIDE.U32+IMAD")
+    assert imad == 2 * int(np.ceil(8 * 10 * 2.9))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 6. pointer tables (tutorial 08's grouped GEMM, kernel verbatim)
+# ---------------------------------------------------------------------------------------------------------
+
+@triton.jit
+def grouped_matmul_kernel(
+    # device tensor of matrices pointers
+    group_a_ptrs,
+    group_b_ptrs,
+    group_c_ptrs,
+    # device tensor of gemm sizes. its shape is [group_size, 3]
+    # dim 0 is group_size, dim 1 is the values of <M, N, K> of each gemm
+    group_gemm_sizes,
+    # device tensor of leading dimension sizes. its shape is [group_size, 3]
+    # dim 0 is group_size, dim 1 is the values of <lda, ldb, ldc> of each gemm
+    g_lds,
+    # number of gemms
+    group_size,
+    # number of virtual SM
+    NUM_SM: tl.constexpr,
+    # tile sizes
+    BLOCK_SIZE_M: tl.constexpr,
+    BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr,
+):
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for g in range(group_size):
+        # get the gemm size of the current problem
+        gm = tl.load(group_gemm_sizes + g * 3)
+        gn = tl.load(group_gemm_sizes + g * 3 + 1)
+        gk = tl.load(group_gemm_sizes + g * 3 + 2)
+        num_m_tiles = tl.cdiv(gm, BLOCK_SIZE_M)
+        num_n_tiles = tl.cdiv(gn, BLOCK_SIZE_N)
+        num_tiles = num_m_tiles * num_n_tiles
+        # iterate through the tiles in the current gemm problem
+        while (tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles):
+            # pick up a tile from the current gemm problem
+            k = gk
+            lda = tl.load(g_lds + g * 3)
+            ldb = tl.load(g_lds + g * 3 + 1)
+            ldc = tl.load(g_lds + g * 3 + 2)
+            a_ptr = tl.load(group_a_ptrs + g).to(tl.pointer_type(tl.float16))
+            b_ptr = tl.load(group_b_ptrs + g).to(tl.pointer_type(tl.float16))
+            c_ptr = tl.load(group_c_ptrs + g).to(tl.pointer_type(tl.float16))
+            # figure out tile coordinates
+            tile_idx_in_gemm = tile_idx - last_problem_end
+            tile_m_idx = tile_idx_in_gemm // num_n_tiles
+            tile_n_idx = tile_idx_in_gemm % num_n_tiles
+
+            # do regular gemm here
+            offs_am = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_bn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            offs_k = tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
+            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
+            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(k, BLOCK_SIZE_K)):
+                # hint to Triton compiler to do proper loop pipelining
+                tl.multiple_of(a_ptrs, [16, 16])
+                tl.multiple_of(b_ptrs, [16, 16])
+                # assume full tile for now
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
+                accumulator += tl.dot(a, b)
+                a_ptrs += BLOCK_SIZE_K
+                b_ptrs += BLOCK_SIZE_K * ldb
+            c = accumulator.to(tl.float16)
+
+            offs_cm = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_cn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            c_ptrs = c_ptr + ldc * offs_cm[:, None] + offs_cn[None, :]
+
+            # assumes full tile for now
+            tl.store(c_ptrs, c)
+
+            # go to the next tile by advancing NUM_SM
+            tile_idx += NUM_SM
+
+        # get ready to go to the next gemm problem
+        last_problem_end = last_problem_end + num_tiles
+
+
+def test_tutorial08_pointer_tables_from_data_ptr():
+    shapes = [(128, 128, 64), (64, 128, 128), (192, 64, 64)]
+    A = [(RNG.random((m, k), dtype=np.float32) - 0.5).astype(np.float16) for m, n, k in shapes]
+    B = [(RNG.random((k, n), dtype=np.float32) - 0.5).astype(np.float16) for m, n, k in shapes]
+    C = [np.zeros((m, n), np.float16) for m, n, k in shapes]
+    a_t = np.array([triton.data_ptr(a) for a in A], np.int64)
+    b_t = np.array([triton.data_ptr(b) for b in B], np.int64)
+    c_t = np.array([triton.data_ptr(c) for c in C], np.int64)
+    sizes = np.array(shapes, np.int32).reshape(-1)
+    lds = np.array([[a.shape[1], b.shape[1], c.shape[1]] for a, b, c in zip(A, B, C)], np.int32).reshape(-1)
+    meta = dict(NUM_SM=4, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32)
+    tr = trace_launch(grouped_matmul_kernel, (4,), [a_t, b_t, c_t, sizes, lds, len(shapes)], meta)
+    for a, b, c in zip(A, B, C):
+        ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+        np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
+    assert tr.n_ctas == 4
+
+
+@triton.jit
+def bad_table_kernel(T, Out):
+    p = tl.load(T + tl.program_id(0)).to(tl.pointer_type(tl.float32))
+    tl.store(Out + tl.program_id(0), tl.load(p + 1000))
+
+
+def test_pointer_from_table_is_bounds_checked():
+    a = np.zeros(10, np.float32)
+    t = np.array([triton.data_ptr(a)], np.int64)
+    with pytest.raises(OutOfBounds, match="outside every argument") as e:
+        bad_table_kernel[(1,)](t, np.zeros(1, np.float32))
+    assert e.value.line > 0 and e.value.program == (0, 0, 0)
+    t2 = np.array([12345678], np.int64)
+    with pytest.raises(KernelError, match="no address gpusim handed out"):
+        bad_table_kernel[(1,)](t2, np.zeros(1, np.float32))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 7. libdevice (tutorial 07)
+# ---------------------------------------------------------------------------------------------------------
+
+def test_libdevice_module_paths_and_values():
+    from gpusim.triton.language.extra import libdevice
+    from gpusim.triton.language.extra.cuda import libdevice as ld2
+    assert libdevice is ld2 or libdevice.asin is not None
+    x = np.linspace(-0.99, 0.99, 1000).astype(np.float32)
+    y = np.linspace(0.1, 3, 1000).astype(np.float32)
+
+    @triton.jit
+    def k(X, Y, O, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(X + offs, mask=m)
+        y = tl.load(Y + offs, mask=m)
+        tl.store(O + offs, libdevice.asin(x), mask=m)
+        tl.store(O + n + offs, libdevice.tanh(x), mask=m)
+        tl.store(O + 2 * n + offs, libdevice.pow(y, x), mask=m)
+        tl.store(O + 3 * n + offs, libdevice.erfinv(x), mask=m)
+        tl.store(O + 4 * n + offs, libdevice.atan2(x, y), mask=m)
+        tl.store(O + 5 * n + offs, libdevice.round(y * 2 - 3), mask=m)
+
+    out = np.zeros(6 * 1000, np.float32)
+    tr = trace_launch(k, (4,), [x, y, out, 1000], {"BLOCK": 256})
+    o = out.reshape(6, 1000)
+    np.testing.assert_allclose(o[0], np.arcsin(x), rtol=1e-6)
+    np.testing.assert_allclose(o[1], np.tanh(x), rtol=1e-6)
+    np.testing.assert_allclose(o[2], np.power(y, x), rtol=1e-6)
+    from math import erf
+    np.testing.assert_allclose([erf(v) for v in o[3]], x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(o[4], np.arctan2(x, y), rtol=1e-6)
+    v = y * 2 - 3
+    np.testing.assert_array_equal(o[5], np.sign(v) * np.floor(np.abs(v) + 0.5))
+    labels = [op.label for t in tr.tables for op in t.ops]
+    assert "FADD+FFMA+FMUL+FRND" in labels            # pow's FP32 mix (costs.LIBDEVICE, from sm_90 SASS)
+
+
+def test_libdevice_rejects_fp16():
+    from gpusim.triton.language.extra import libdevice
+
+    @triton.jit
+    def k(X, O):
+        tl.store(O, libdevice.asin(tl.load(X)))
+    with pytest.raises(CompileError, match="fp16"):
+        k[(1,)](np.zeros(1, np.float16), np.zeros(1, np.float16))
