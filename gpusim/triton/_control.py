@@ -424,6 +424,23 @@ class While(_Region):
             self.rec.loop_end()
 
 
+def reject(msg: str, kind: str = "UnsupportedConstruct"):
+    """A construct Triton refuses, reached under an ``if`` (see ``_strict``)."""
+    fail(CompileError if kind == "CompileError" else UnsupportedConstruct, msg)
+
+
+def comp_iter(it):
+    """The iterable of a list comprehension: Triton iterates tuples only."""
+    if not isinstance(it, tuple):
+        fail(CompileError, "only tuple comprehensions are supported (a comprehension over "
+                           f"{type(it).__name__} is not)")
+    return it
+
+
+def as_tuple(gen) -> tuple:
+    return tuple(gen)
+
+
 def depth() -> int:
     return len(C.ST.masks)
 

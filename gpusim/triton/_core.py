@@ -761,7 +761,8 @@ def cond_value(c):
     if not isinstance(c, tensor):
         return bool(c)
     if c.shape:
-        fail(CompileError, "a branch/loop condition must be a scalar, not a tensor of shape "
+        fail(CompileError, "Boolean value of Tensor with more than one value is ambiguous: a branch/loop "
+                           "condition must be a scalar, not a tensor of shape "
                            f"{list(c.shape)}")
     v = c.v
     if v.dtype != np.bool_:

@@ -27,6 +27,7 @@ from . import _core as C
 from . import _lower as L
 from . import _ops_descriptor as D
 from . import _rewrite
+from ._strict import kernel_builtins
 from . import language as tl
 from ._buffers import ADDRESSES, Buffer, numpy_root
 from ._state import _CODE_INFO
@@ -172,6 +173,10 @@ def build_globals(fn) -> dict:
         g[k] = _rebind(g[k])
     g["range"] = _control.k_range
     g["__g_rt"] = _control
+    g["__builtins__"] = kernel_builtins()         # Triton's builtin namespace only (see _strict)
+    g["__g_locals"] = locals                      # the rewriter's snapshots of a region's variables
+    if "print" not in fn.__globals__:
+        g["print"] = tl.device_print
     _builtins.install(g)
     return g
 

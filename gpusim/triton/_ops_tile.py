@@ -6,6 +6,8 @@ recorder, where it has a cost (``tl.arange``, ``program_id``, shuffles for ``gat
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import CompileError
@@ -13,6 +15,9 @@ from . import _axisinfo as AI
 from . import _core as C
 from ._core import cast, dtype, fail, int32, note_numel, round_to, tensor, to_tensor, unwrap, vshape
 from ._ops_reduce import _norm_axis
+
+#: Triton's limit on a tensor's elements (``triton.language.TRITON_MAX_TENSOR_NUMEL``)
+TRITON_MAX_TENSOR_NUMEL = 1048576
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -57,11 +62,20 @@ def _is_pow2(n: int) -> bool:
 
 
 def check_shape(shape, what="shape"):
+    for s in shape:
+        if isinstance(unwrap(s), tensor):
+            fail(CompileError, f"{what}: each dimension must be a tl.constexpr int, not a runtime value")
     shape = tuple(int(unwrap(s)) for s in shape)
     for s in shape:
         if not _is_pow2(s):
             fail(CompileError, f"{what} {list(shape)}: each dimension must be a power of 2 (got {s})")
+    check_numel(math.prod(shape))
     return shape
+
+
+def check_numel(n: int):
+    if n > TRITON_MAX_TENSOR_NUMEL:
+        fail(CompileError, f"numel ({n}) exceeds triton maximum tensor numel ({TRITON_MAX_TENSOR_NUMEL})")
 
 
 def arange(start, end) -> tensor:
@@ -76,6 +90,7 @@ def arange(start, end) -> tensor:
         fail(CompileError, f"arange's range must be a power of 2 (got arange({start}, {end}) of length {n})")
     if start < -2 ** 31 or end > 2 ** 31:
         fail(CompileError, "arange must fit in int32")
+    check_numel(n)
     out = tensor(np.arange(start, end, dtype=np.int32)[None, :], int32, (n,))
     note_numel((n,))
     st = C.ST

@@ -16,6 +16,7 @@ import types
 
 from ..errors import UnsupportedConstruct
 from ._state import _CODE_INFO
+from ._strict import check_function
 
 _COUNTER = [0]
 
@@ -133,7 +134,7 @@ class _Rewriter(ast.NodeTransformer):
             return out
         m = f"__g_m{_uid()}"
         tup = ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load())
-        out.append(_assign(m, _call(f"{region}.merge", [_name(snap), _call("locals"), tup])))
+        out.append(_assign(m, _call(f"{region}.merge", [_name(snap), _call("__g_locals"), tup])))
         for n in names:
             test = ast.Compare(left=_const(n), ops=[ast.In()], comparators=[_name(m)])
             val = ast.Subscript(value=_name(m), slice=_const(n), ctx=ast.Load())
@@ -145,7 +146,7 @@ class _Rewriter(ast.NodeTransformer):
     def _region_body(self, region: str, body, loc, extra_names=()) -> list:
         names = list(extra_names) + [n for n in _assigned_names(body) if n not in extra_names]
         snap = f"__g_s{_uid()}"
-        pre = [ast.copy_location(_assign(snap, _call(f"{region}.snap", [_call("locals")])), loc)]
+        pre = [ast.copy_location(_assign(snap, _call(f"{region}.snap", [_call("__g_locals")])), loc)]
         inner = self._block(body, nested=True)
         return pre + inner + self._merge_stmts(region, snap, names, loc)
 
@@ -261,6 +262,7 @@ def compile_function(fn, is_kernel: bool, globals_builder):
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         raise UnsupportedConstruct(f"{filename}:{first}: a kernel must be a plain function definition")
+    fdef = check_function(fdef, fn, filename, is_kernel)
     fdef = _Rewriter(filename, is_kernel).rewrite_function(fdef)
     mod = ast.Module(body=[fdef], type_ignores=[])
     ast.fix_missing_locations(mod)

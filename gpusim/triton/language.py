@@ -24,7 +24,7 @@ from ._dtypes import (bfloat16, block_type, constexpr, dtype, float16, float32, 
 
 float8e5 = float8e4nv = float8e4b15 = float8e4b8 = float8e5b16 = None   # fp8: not supported
 void = None
-TRITON_MAX_TENSOR_NUMEL = 1048576
+from ._ops_tile import TRITON_MAX_TENSOR_NUMEL  # noqa: E402
 
 
 class PropagateNan:
