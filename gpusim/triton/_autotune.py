@@ -135,6 +135,8 @@ def execute(kernel, tuner, grid, args, kwargs, *, record: bool, gpu, execute_spe
     configs_all = list(tuner.configs)
     if len(configs_all) <= 1:
         cfg = configs_all[0] if configs_all else None
+        if getattr(cfg, "pre_hook", None):
+            cfg.pre_hook({**named, **_all_kwargs(cfg)})
         return execute_spec(resolve(kernel, config=cfg), grid, args, kwargs, record=record, gpu=gpu)
     key = tuning_key(tuner, arg_names, args, kwargs)
     cache = _cache_of(tuner)

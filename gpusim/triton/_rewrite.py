@@ -182,7 +182,7 @@ class _Rewriter(ast.NodeTransformer):
         names = ast.Tuple(elts=[_const(n) for n in _assigned_names(s.body)], ctx=ast.Load())
         out = [ast.copy_location(_assign(w, _call("__g_rt.While", [names])), s)]
         body = self._region_body(w, s.body, s)
-        out.append(ast.copy_location(ast.While(test=_call(f"{w}.next", [self.visit(s.test), _call("locals")]),
+        out.append(ast.copy_location(ast.While(test=_call(f"{w}.next", [self.visit(s.test), _call("__g_locals")]),
                                                body=body, orelse=[]), s))
         out.append(ast.copy_location(_expr(_call(f"{w}.finish")), s))
         return out

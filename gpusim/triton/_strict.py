@@ -12,7 +12,7 @@ Three rules, each with the real compiler's wording so a user sees the same const
   in list"); a list comprehension must iterate a tuple ("only tuple comprehensions are supported").
 - **Globals.** A global a kernel names must be a module, a JIT function, a ``triton.language`` member, a dtype or
   a ``constexpr``: a plain Python function is "Unsupported function referenced", any other value "Cannot access
-  global variable X from within @jit'ed function".  Python's builtins are not there either: only ``len``,
+  global variable X from within @jit'ed function" (unless ``TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1``, as in Triton).  Python's builtins are not there either: only ``len``,
   ``list``, ``range``, ``float``, ``int``, ``isinstance``, ``getattr``, ``hasattr``, ``print``, ``min`` and ``max``
   (``abs(x)`` is "abs is not defined"; ``tl.abs`` is the tile op).
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 import types
 
 from ..errors import CompileError, UnsupportedConstruct
@@ -190,7 +191,7 @@ def check_globals(fdef: ast.FunctionDef, fn, filename: str) -> None:
             raise CompileError(f"Unsupported function referenced: {name} ({scope[name]!r} is neither a "
                                "@triton.jit function nor a triton.language builtin)", file=filename,
                                line=node.lineno)
-        if why == "value":
+        if why == "value" and os.environ.get("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS", "0") != "1":
             raise CompileError(_GLOBAL_MSG.format(name=name), file=filename, line=node.lineno)
 
 
