@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Iterable
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -234,6 +235,20 @@ class KernelTrace:
 
 
 # ---- the coalescer's arithmetic, shared by both front ends -------------------------------------------
+
+def first_fit(live: "Iterable[tuple[int, int]]", nbytes: int, base: int, align: int) -> int:
+    """Device address of a new allocation of ``nbytes``: the lowest ``align``-aligned gap at or above ``base``
+    among the ``live`` (address, size) blocks, as a caching allocator reuses freed memory.  So an array's
+    address depends only on what is alive when it is allocated, not on what a process allocated before (the same
+    kernel and inputs get the same addresses, hence the same cycles, whatever ran earlier)."""
+    span = -(-max(int(nbytes), 1) // align) * align
+    at = base
+    for a, size in sorted(live):
+        if a - at >= span:
+            break
+        at = max(at, -(-(a + size) // align) * align)
+    return at
+
 
 def coalesce_global(addr: np.ndarray, bytes_per_lane: int, space: Space = Space.GLOBAL) -> MemAccess:
     """Group lane addresses into 128 B lines and 32 B sectors, per warp and instruction.

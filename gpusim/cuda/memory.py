@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from ..trace import WARP, MemAccess, Space, coalesce_global, shared_wavefronts
+from ..trace import WARP, MemAccess, Space, coalesce_global, first_fit, shared_wavefronts
 
 GLOBAL_BASE = 1 << 32          # first device address handed out (bytes)
 ALLOC_ALIGN = 256              # cudaMalloc alignment (bytes)
@@ -27,10 +27,11 @@ LOCAL_BASE = 1 << 44           # local-memory window (bytes)
 
 
 class AddressSpace:
-    """Bump allocator of simulated device addresses, keyed by the root buffer of each numpy array."""
+    """Simulated device addresses, keyed by the root buffer of each numpy array: first fit among the live
+    allocations (``trace.first_fit``), so freed memory is reused as ``cudaMalloc``'s caching allocator does."""
 
     def __init__(self, base: int = GLOBAL_BASE):
-        self._next = base
+        self._base = base
         self._blocks: dict[int, tuple[weakref.ref, int, int]] = {}
 
     @staticmethod
@@ -46,15 +47,13 @@ class AddressSpace:
         hit = self._blocks.get(key)
         if hit is None or hit[0]() is not root:
             nbytes = max(int(root.nbytes), 1)
-            base = self._next
-            self._next = base + -(-nbytes // ALLOC_ALIGN) * ALLOC_ALIGN
+            self._blocks = {k: v for k, v in self._blocks.items() if v[0]() is not None}
+            base = first_fit(((b, n) for _, b, n in self._blocks.values()), nbytes, self._base, ALLOC_ALIGN)
             try:
                 ref = weakref.ref(root)
             except TypeError:          # pragma: no cover - ndarrays support weakrefs
                 ref = (lambda r=root: r)
             self._blocks[key] = (ref, base, nbytes)
-            if len(self._blocks) > 4096:
-                self._blocks = {k: v for k, v in self._blocks.items() if v[0]() is not None}
             hit = self._blocks[key]
         off = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
         return hit[1] + off

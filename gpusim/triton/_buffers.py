@@ -9,6 +9,7 @@ import weakref
 import numpy as np
 
 from ..errors import UnsupportedConstruct
+from ..trace import first_fit
 from ._dtypes import bfloat16, dtype, float16, to_compute
 
 
@@ -17,27 +18,35 @@ from ._dtypes import bfloat16, dtype, float16, to_compute
 # ---------------------------------------------------------------------------------------------------------
 
 class _AddressSpace:
-    """Fake device addresses for host memory, stable while the memory lives (4 KB aligned, like cudaMalloc).
+    """Fake device addresses for host memory, stable while the memory lives (4 KB aligned, like cudaMalloc; first
+    fit among the live allocations, so freed memory is reused and addresses do not depend on earlier launches).
 
     Keyed by the host address of an allocation's first byte, so the same array (or torch storage) gets the
     same device address in every launch of a process (multi-kernel sequences share cache lines)."""
 
+    BASE = 1 << 36
+
     def __init__(self):
-        self.next = 1 << 36
         self.by_ptr: dict[int, int] = {}
+        self.span: dict[int, int] = {}         # host pointer -> bytes held (with a 4 KB guard after)
 
     def address(self, host_ptr: int, nbytes: int, owner=None) -> int:
         a = self.by_ptr.get(host_ptr)
         if a is None:
-            a = self.next
-            self.next += (nbytes + 4095) // 4096 * 4096 + 4096
+            span = (nbytes + 4095) // 4096 * 4096 + 4096
+            a = first_fit(((self.by_ptr[p], n) for p, n in self.span.items()), span, self.BASE, 4096)
             self.by_ptr[host_ptr] = a
+            self.span[host_ptr] = span
             if owner is not None:
                 try:
-                    weakref.finalize(owner, self.by_ptr.pop, host_ptr, None)
+                    weakref.finalize(owner, self._free, host_ptr)
                 except TypeError:
                     pass
         return a
+
+    def _free(self, host_ptr: int) -> None:
+        self.by_ptr.pop(host_ptr, None)
+        self.span.pop(host_ptr, None)
 
 
 ADDRESSES = _AddressSpace()
