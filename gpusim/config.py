@@ -176,6 +176,9 @@ class GPUConfig:
     tensor: TensorSpec
     preset: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    # choices the loader made for the user (a parameter a user config left out took gpusim's default);
+    # every report simulated on this config carries them in Report.notes
+    notes: tuple[str, ...] = field(default=(), compare=False, hash=False)
 
     # ---- derived quantities -------------------------------------------------------------------------
     @property
@@ -236,6 +239,7 @@ class GPUConfig:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("sources")
+        d.pop("notes")
         return d
 
 
@@ -559,6 +563,7 @@ def load_gpu(name_or_path: "str | os.PathLike | GPUConfig" = "h100") -> GPUConfi
     sources: dict[str, str] = {}
     kwargs: dict[str, Any] = {}
     problems: list[tuple[str, str, str]] = []
+    notes: list[str] = []
     for sec, cls in _SECTIONS.items():
         table = raw.get(sec)
         if table is None:
@@ -601,9 +606,17 @@ def load_gpu(name_or_path: "str | os.PathLike | GPUConfig" = "h100") -> GPUConfi
                 bad = True
         if not bad:
             kwargs[sec] = cls(**vals)
+            for f in fields(cls):
+                key = f"{sec}.{f.name}"
+                if f.name not in table:
+                    file = where.get(sec, origin)
+                    sources[key] = "gpusim default (not in the config)"
+                    if not file.startswith(str(PRESET_DIR)):
+                        notes.append(f"{file}: {key} not given; gpusim's default {getattr(kwargs[sec], f.name)} "
+                                     f"{S[key].unit} was used")
     if problems:
         raise _config_error(problems)
-    cfg = GPUConfig(preset=preset, sources=sources, **kwargs)
+    cfg = GPUConfig(preset=preset, sources=sources, notes=tuple(notes), **kwargs)
 
     def locate(*keys: str) -> str:
         files = [where.get(k, origin) for k in keys]
