@@ -62,8 +62,9 @@ def _exc_text(exc: BaseException) -> str:
 
 def user_error(exc: BaseException, kernel_file: str) -> KernelFileError | None:
     """A KernelFileError naming the user's frame for an exception raised by the user's code, else None."""
-    if isinstance(exc, SyntaxError) and exc.filename and os.path.exists(exc.filename) and \
-            not os.path.abspath(exc.filename).startswith(_GPUSIM_DIR + os.sep):
+    if isinstance(exc, SyntaxError) and exc.filename and os.path.exists(exc.filename):
+        if os.path.abspath(exc.filename).startswith(_GPUSIM_DIR + os.sep):
+            return None                                  # in gpusim's own source: a bug in gpusim
         what = "syntax error" if type(exc) is SyntaxError else type(exc).__name__
         return KernelFileError(f"{what}: {exc.msg}", file=_shown(exc.filename), line=exc.lineno or 0)
     fr = _user_frame(exc, kernel_file)

@@ -80,7 +80,7 @@ class Engine:
                                  for p in Pipe]
         tens = gpu.tensor.flops_per_clk_per_sm
         self.tensor_flops_per_clk_smsp = {k: v / sm.subpartitions for k, v in tens.items()}
-        self.tensor_default = tens["fp16"] / sm.subpartitions     # the schema requires an fp16 rate
+        self.tensor_default = tens.get("fp16", 1024) / sm.subpartitions   # load_gpu requires an fp16 rate
         self.notes: list[str] = []
         self.mma_latency = gpu.tensor.mma_latency_cycles
         self.shared_latency = sm.shared_latency_cycles
