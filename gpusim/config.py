@@ -7,6 +7,11 @@ file may say ``inherit = "h100"`` and override any subset of parameters.
 
 Units live in the names: ``*_cycles`` are SM clock cycles, ``*_bytes`` bytes, ``*_mhz`` megahertz,
 ``*_ns`` nanoseconds, ``*_per_clk`` per SM clock.
+
+Each parameter's schema sits on its field: ``P(unit, lo, hi, choices=..., pow2=..., ...)`` (its type is the
+annotation).  ``load_gpu`` checks every value against it, then the rules between parameters (``_check``), and
+raises one ConfigError naming file:line, key, value, allowed range and unit; unknown sections and keys get a
+did-you-mean.  ``schema()`` lists them all (``gpusim gpus -v`` shows the units).
 """
 from __future__ import annotations
 
@@ -63,9 +68,11 @@ class ChipSpec:
     compute_capability: tuple[int, int] = P("version (major, minor)", 0, 99)
     sm_count: int = P("SMs", 1, 1024)
     sm_clock_mhz: float = P("MHz", 1, 10_000)   # clock the cycle counts are converted to time with
-    launch_overhead_cycles: int = P("cycles", 0, 10_000_000)  # from launch to first CTA running (front-end + grid setup)
+    # from launch to first CTA running (front-end + grid setup)
+    launch_overhead_cycles: int = P("cycles", 0, 10_000_000)
     cta_launch_cycles: int = P("cycles", 0, 1_000_000)         # per-CTA dispatch latency on an SM
-    drain_cycles: int = P("cycles", 0, 10_000_000)  # after the last CTA retires until the kernel is complete (membar/flush)
+    # after the last CTA retires until the kernel is complete (membar/flush)
+    drain_cycles: int = P("cycles", 0, 10_000_000)
 
 
 @dataclass(frozen=True)
@@ -113,7 +120,8 @@ class L1Spec:
     bytes_per_clk: int = P("bytes/clock", 1, 4096)             # tag/data throughput (one wavefront = this many bytes)
     cache_global_loads: bool = P("flag")
     max_outstanding_sectors: int = P("sectors", 1, 1 << 20)   # miss-status entries per SM
-    lines_per_clk: float = P("lines/clock", 0.01, 64, default=1.0)  # distinct 128 B lines the tag stage looks up per clock
+    # distinct 128 B lines the tag stage looks up per clock
+    lines_per_clk: float = P("lines/clock", 0.01, 64, default=1.0)
 
 
 @dataclass(frozen=True)
@@ -149,7 +157,8 @@ class DRAMSpec:
     banks_per_channel: int = P("banks", 1, 1024)
     row_bytes: int = P("bytes", 32, 1 << 20)
     burst_bytes: int = P("bytes", 1, 4096)               # access granularity of one burst
-    latency_cycles: int = P("cycles", 1, 1_000_000)      # load-to-use latency of a DRAM access with an open row (SM cycles)
+    # load-to-use latency of a DRAM access with an open row (SM cycles)
+    latency_cycles: int = P("cycles", 1, 1_000_000)
     row_miss_ns: float = P("ns", 0, 10_000)              # precharge + activate (tRP + tRCD)
     interleave_bytes: int = P("bytes", 128, 1 << 20, multiple_of=128,
                               why="whole 128 B L2 lines")  # address interleave granularity across channels
@@ -484,7 +493,8 @@ def _check_file(raw: dict[str, Any], path: str) -> None:
                                  _at(path, None, k)))
             else:
                 problems.append((k, f"unknown top-level key {k!r}{_hint(k, list(_TOP_KEYS) + list(_SECTIONS))}; "
-                                    f"a config has [sections] ({', '.join(_SECTIONS)}) and optionally inherit = \"h100\"",
+                                    f"a config has [sections] ({', '.join(_SECTIONS)}) and optionally "
+                                    'inherit = "h100"',
                                  _at(path, None, k)))
         elif not isinstance(v, dict):
             problems.append((k, f"{k} must be a section [{k}], got {_show(v)}", _at(path, None, k)))
