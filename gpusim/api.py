@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -15,7 +16,7 @@ import numpy as np
 
 from . import trace as trace_mod
 from .config import GPUConfig, load_gpu
-from .errors import GpusimError
+from .errors import GpusimError, LaunchSpecError
 from .metrics import Report, build_report
 from .timing import Engine
 
@@ -140,11 +141,155 @@ def session(gpu: "str | GPUConfig" = "h100", record_timeline: bool = False) -> I
 
 # ---- kernel files: their launch() description ----------------------------------------------------------
 
+#: keys of one kernel launch (a single-kernel launch dict, or one of its "steps"); see kernels/README.md
+STEP_KEYS = {
+    "kernel": "the kernel (numba-cuda / Triton / gpusim)",
+    "grid": "blocks (CUDA) or programs (Triton): a tuple, or for Triton a callable(meta) -> tuple",
+    "block": "threads per block (CUDA only)",
+    "shared_bytes": "dynamic shared memory per block (CUDA only)",
+    "args": "the kernel's arguments, in order",
+    "meta": "constexpr values, num_warps, num_stages (Triton only)",
+}
+#: keys of a launch dict besides those of a step
+LAUNCH_KEYS = {
+    "steps": "several kernels in sequence: a list of {kernel, grid, block/meta, args, shared_bytes}",
+    "outputs": "indices into args that the kernel writes ((step, index) pairs with steps)",
+    "reference": "callable returning the expected outputs, computed with numpy",
+    "rtol": "relative tolerance of the output check",
+    "atol": "absolute tolerance of the output check",
+    "flops": "useful floating-point operations (roofline)",
+    "min_bytes": "fewest DRAM bytes the work needs",
+}
+#: Triton launch options: they belong in "meta"
+META_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+_KEY_ALIASES = {"shared_mem": "shared_bytes", "smem": "shared_bytes", "dynamic_shared_bytes": "shared_bytes",
+                "shared_memory": "shared_bytes", "threads": "block", "block_dim": "block", "blockDim": "block",
+                "grid_dim": "grid", "gridDim": "grid", "kernels": "steps", "expected": "reference",
+                "ref": "reference", "arguments": "args", "constexprs": "meta", "kwargs": "meta"}
+
+
+def _kernel_name(kernel: Any) -> str:
+    for obj in (kernel, getattr(kernel, "fn", None), getattr(kernel, "py_func", None)):
+        n = getattr(obj, "__name__", None)
+        if isinstance(n, str):
+            return n
+    return type(kernel).__name__
+
+
+def _kernel_params(kernel: Any) -> list[str]:
+    names = getattr(kernel, "arg_names", None)
+    if isinstance(names, (list, tuple)):
+        return [str(n) for n in names]
+    import inspect
+    for obj in (getattr(kernel, "fn", None), getattr(kernel, "py_func", None), kernel):
+        try:
+            return list(inspect.signature(obj).parameters)
+        except (TypeError, ValueError):
+            continue
+    return []
+
+
+def _unknown_key(key: str, d: dict, where: str, step: bool, fe: str | None, kernel: Any) -> LaunchSpecError:
+    """The error for a key a launch dict (or a step of it) does not take, saying where it belongs."""
+    allowed = list(STEP_KEYS) if step else list(STEP_KEYS) + list(LAUNCH_KEYS)
+    val = d[key]
+    if key in META_OPTIONS:
+        if fe == "cuda":
+            why = (f"{key} is a Triton option (it belongs in 'meta' of a Triton launch); kernel "
+                   f"{_kernel_name(kernel)!r} is CUDA-style: its threads per block are 'block'")
+        else:
+            why = f"{key} belongs in 'meta' (\"meta\": {{\"{key}\": {val!r}}})"
+    elif fe == "triton" and key in _kernel_params(kernel):
+        why = (f"{key} is a parameter of kernel {_kernel_name(kernel)!r}: a constexpr goes in 'meta' "
+               f"(\"meta\": {{\"{key}\": {val!r}}}), any other argument in 'args'")
+    elif step and key in LAUNCH_KEYS:
+        why = f"{key!r} belongs at the top level of the launch dict, not in a step"
+    else:
+        near = _KEY_ALIASES.get(key) or next(iter(difflib.get_close_matches(key, allowed, n=1)), None)
+        why = (f"did you mean {near!r}? ({near}: {STEP_KEYS.get(near) or LAUNCH_KEYS.get(near)})" if near
+               else f"the keys are {', '.join(allowed)} (kernels/README.md)")
+    return LaunchSpecError(f"{where} has unknown key {key!r}: {why}", key=key)
+
+
+def _check_step(st: Any, where: str, step: bool) -> None:
+    if not isinstance(st, dict):
+        raise LaunchSpecError(f"{where} must be a dict with kernel, grid, args..., got {type(st).__name__}",
+                              key="steps")
+    kernel = st.get("kernel")
+    fe = None
+    if kernel is not None:
+        try:
+            fe = frontend_of(kernel)
+        except GpusimError as e:
+            raise LaunchSpecError(f"{where}: 'kernel' is {e}", key="kernel") from None
+    allowed = STEP_KEYS if step else {**STEP_KEYS, **LAUNCH_KEYS}
+    for k in st:
+        if k not in allowed:
+            raise _unknown_key(k, st, where, step, fe, kernel)
+    for k in ("kernel", "grid", "args"):
+        if k not in st:
+            raise LaunchSpecError(f"{where} has no {k!r} ({STEP_KEYS[k]})", key=k)
+    if not isinstance(st["args"], (list, tuple)):
+        raise LaunchSpecError(f"{where}: 'args' must be a list, got {type(st['args']).__name__}", key="args")
+    meta = st.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        raise LaunchSpecError(f"{where}: 'meta' must be a dict, got {type(meta).__name__}", key="meta")
+    name = _kernel_name(kernel)
+    if fe == "cuda":
+        if "block" not in st:
+            raise LaunchSpecError(f"{where} has no 'block' (threads per block), which CUDA-style kernel "
+                                  f"{name!r} needs", key="block")
+        if meta:
+            k0 = next(iter(meta))
+            raise LaunchSpecError(f"{where}: 'meta' ({k0!r}...) holds Triton options and constexprs, but kernel "
+                                  f"{name!r} is CUDA-style (its threads per block are 'block'; leave 'meta' out "
+                                  f"or empty)", key="meta")
+    elif fe == "triton":
+        if "block" in st:
+            raise LaunchSpecError(f"{where}: 'block' is for CUDA-style kernels; Triton kernel {name!r} runs "
+                                  f"meta['num_warps'] x 32 threads per program", key="block")
+        if st.get("shared_bytes"):
+            raise LaunchSpecError(f"{where}: 'shared_bytes' is for CUDA-style kernels; Triton kernel {name!r} "
+                                  f"allocates its own shared memory", key="shared_bytes")
+
+
+def check_launch(launch: Any) -> None:
+    """Check a kernel file's launch description against the convention of kernels/README.md: every key known
+    and in its place (``num_warps`` in 'meta', ...), the required ones there.  Raises LaunchSpecError."""
+    if not isinstance(launch, dict):
+        raise LaunchSpecError(f"launch() must return a dict (see kernels/README.md), got {type(launch).__name__}")
+    if "steps" in launch:
+        steps = launch["steps"]
+        if not isinstance(steps, (list, tuple)) or not steps:
+            raise LaunchSpecError("the launch dict's 'steps' must be a non-empty list of dicts", key="steps")
+        both = [k for k in STEP_KEYS if k in launch]
+        if both:
+            raise LaunchSpecError(f"the launch dict has both 'steps' and {both[0]!r}: with steps, each kernel's "
+                                  f"{', '.join(STEP_KEYS)} go in its step", key=both[0])
+        for k in launch:
+            if k not in LAUNCH_KEYS:
+                raise _unknown_key(k, launch, "the launch dict", False, None, None)
+        for i, st in enumerate(steps):
+            _check_step(st, f"steps[{i}]", True)
+    else:
+        _check_step(launch, "the launch dict", False)
+    for k in ("rtol", "atol", "flops", "min_bytes"):
+        v = launch.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))):
+            raise LaunchSpecError(f"the launch dict's {k!r} must be a number, got {v!r}", key=k)
+    if "reference" in launch and not callable(launch["reference"]):
+        raise LaunchSpecError("the launch dict's 'reference' must be a callable returning the expected outputs",
+                              key="reference")
+
+
 def launch_steps(launch: dict) -> list[dict]:
-    """The steps of a kernel file's launch description (one step for a single kernel)."""
+    """The steps of a kernel file's launch description (one step for a single kernel).
+
+    The description is checked first (``check_launch``): an unknown or misplaced key is a LaunchSpecError."""
+    check_launch(launch)
     if "steps" in launch:
         return list(launch["steps"])
-    return [{k: launch[k] for k in ("kernel", "grid", "block", "args", "meta", "shared_bytes") if k in launch}]
+    return [{k: launch[k] for k in STEP_KEYS if k in launch}]
 
 
 def simulate_step(step: dict, gpu: GPUConfig, record_timeline: bool = False) -> Report:
@@ -155,7 +300,7 @@ def simulate_step(step: dict, gpu: GPUConfig, record_timeline: bool = False) -> 
         return simulate(kernel, grid, step["block"], *step["args"], gpu=gpu, record_timeline=record_timeline,
                         shared_bytes=step.get("shared_bytes", 0))
     return simulate(kernel, grid, *step["args"], gpu=gpu, record_timeline=record_timeline,
-                    **step.get("meta", {}))
+                    **(step.get("meta") or {}))
 
 
 def simulate_launch(launch: dict, gpu: "str | GPUConfig" = "h100", record_timeline: bool = False,
@@ -173,15 +318,25 @@ def simulate_launch(launch: dict, gpu: "str | GPUConfig" = "h100", record_timeli
 
 def check_outputs(launch: dict) -> list[tuple[Any, float, bool]]:
     """Compare a launch's outputs (after it ran) with its numpy reference: (output, max abs error, ok)."""
-    ref = launch["reference"]()
     steps = launch_steps(launch)
+    ref = launch["reference"]()
+    if not isinstance(ref, dict):
+        raise LaunchSpecError(f"the launch dict's reference() must return a dict {{output: expected array}}, got "
+                              f"{type(ref).__name__}", key="reference")
     rtol, atol = launch.get("rtol", 1e-5), launch.get("atol", 1e-6)
     res = []
     for key, expected in ref.items():
-        if isinstance(key, tuple):
+        if isinstance(key, (tuple, list)):
+            if not (len(key) == 2 and 0 <= key[0] < len(steps) and 0 <= key[1] < len(steps[key[0]]["args"])):
+                raise LaunchSpecError(f"reference() returned output {key!r}: not a (step, arg index) of the "
+                                      f"{len(steps)} steps", key="reference")
             got = steps[key[0]]["args"][key[1]]
         else:
-            got = (launch["args"] if "args" in launch else steps[-1]["args"])[key]
+            args = launch["args"] if "args" in launch else steps[-1]["args"]
+            if not isinstance(key, (int, np.integer)) or not -len(args) <= key < len(args):
+                raise LaunchSpecError(f"reference() returned output {key!r}: not an index into the "
+                                      f"{len(args)} args", key="reference")
+            got = args[key]
         got = np.asarray(got.copy_to_host() if hasattr(got, "copy_to_host") else got)
         exp = np.asarray(expected)
         err = float(np.max(np.abs(got.astype(np.float64) - exp.astype(np.float64)))) if exp.size else 0.0

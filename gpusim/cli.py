@@ -8,57 +8,281 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import importlib.util
+import inspect
 import json
+import operator
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
-from .errors import GpusimError
+from .errors import (EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, EXIT_USER_ERROR, ISSUE_TRACKER, GpusimError,
+                     KernelFileError, LaunchSpecError, UsageError)
+
+_GPUSIM_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIB_DIRS = tuple({os.path.abspath(d) for d in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+
+def _shown(path: str) -> str:
+    """A path as the user would write it: relative to the working directory when under it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith("..") else path
+
+
+def _user_frame(exc: BaseException, kernel_file: str) -> tuple[str, int, str] | None:
+    """(file, line, function) of the frame of the user's code an exception was raised in, or None when it was
+    raised in gpusim's own code.  Walks the traceback from the innermost frame out, passing over library
+    frames (numpy, the standard library): the first frame in gpusim's package or in user code decides."""
+    target = os.path.abspath(kernel_file)
+    for fs in reversed(traceback.extract_tb(exc.__traceback__)):
+        fn = fs.filename
+        if not os.path.isabs(fn) and not os.path.exists(fn):
+            continue                                  # <frozen ...>, <string>, Cython's "numpy/...pyx"
+        a = os.path.abspath(fn)
+        if a == target:
+            return fn, fs.lineno or 0, fs.name
+        if a.startswith(_GPUSIM_DIR + os.sep):
+            return None
+        if a.startswith(_LIB_DIRS) or "site-packages" in a or "dist-packages" in a:
+            continue
+        return fn, fs.lineno or 0, fs.name             # another file of the user's (a helper module)
+    return None
+
+
+def _exc_text(exc: BaseException) -> str:
+    msg = str(exc)
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def user_error(exc: BaseException, kernel_file: str) -> KernelFileError | None:
+    """A KernelFileError naming the user's frame for an exception raised by the user's code, else None."""
+    if isinstance(exc, SyntaxError) and exc.filename and os.path.exists(exc.filename):
+        if os.path.abspath(exc.filename).startswith(_GPUSIM_DIR + os.sep):
+            return None                                  # in gpusim's own source: a bug in gpusim
+        what = "syntax error" if type(exc) is SyntaxError else type(exc).__name__
+        return KernelFileError(f"{what}: {exc.msg}", file=_shown(exc.filename), line=exc.lineno or 0)
+    fr = _user_frame(exc, kernel_file)
+    if fr is None:
+        return None
+    file, line, func = fr
+    where = "at import" if func == "<module>" else f"in {func}()" if not func.startswith("<") else f"in {func}"
+    return KernelFileError(f"{where}: {_exc_text(exc)}", file=_shown(file), line=line)
+
+
+class _UserCode:
+    """``with _UserCode(path):`` turns an exception raised by the kernel file's code into a KernelFileError
+    naming its file:line (GpusimErrors pass through; exceptions raised in gpusim itself stay internal)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, tp, exc, tb):
+        if exc is None or isinstance(exc, (GpusimError, KeyboardInterrupt, SystemExit)) or \
+                not isinstance(exc, Exception):
+            return False
+        err = user_error(exc, self.path)
+        if err is None:
+            return False
+        raise err from exc
 
 
 def load_kernel_file(path: str):
-    """Import a kernel file by path as a module (its name derived from the file name)."""
+    """Import a kernel file by path as a module (its name derived from the file name).
+
+    A syntax error or an exception raised while importing it is a KernelFileError naming file:line."""
     p = Path(path)
     if not p.exists():
-        raise GpusimError(f"kernel file {path!r} does not exist")
+        raise KernelFileError(f"kernel file {path!r} does not exist")
+    if not p.is_file():
+        raise KernelFileError(f"{path}: not a file (give a kernel file such as kernels/vector_add.py)")
+    if p.suffix != ".py":
+        raise KernelFileError(f"{path}: not a Python file (a kernel file is a .py file; see kernels/README.md)")
     name = "gpusim_kernel_" + p.stem
     spec = importlib.util.spec_from_file_location(name, p)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    if not hasattr(mod, "launch"):
-        raise GpusimError(f"{path}: defines no launch() function (see kernels/README.md for the convention)")
+    try:
+        with _UserCode(str(p)):
+            spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    if not callable(getattr(mod, "launch", None)):
+        raise KernelFileError(f"{path}: defines no launch() function (see kernels/README.md for the convention)")
     return mod
 
 
-def _parse_params(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+# ---- -p key=value ---------------------------------------------------------------------------------------
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+        ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+
+
+def _arith(node: ast.AST) -> Any:
+    """Value of a constant arithmetic expression (``1 << 20``, ``2**24``, ``3*1024``); ValueError otherwise."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _arith(node.operand)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        a, b = _arith(node.left), _arith(node.right)
+        if isinstance(node.op, ast.Pow) and abs(b) > 256 or isinstance(node.op, ast.LShift) and b > 256:
+            raise ValueError("too large")
+        return _OPS[type(node.op)](a, b)
+    raise ValueError("not arithmetic")
+
+
+def parse_value(text: str) -> Any:
+    """A ``-p`` value: a Python literal (``4096``, ``1.5``, ``True``, ``'x'``, ``(64, 64)``), a constant
+    arithmetic expression (``1 << 20``), or else the text itself as a string."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    try:
+        return _arith(ast.parse(text.strip(), mode="eval").body)
+    except (ValueError, SyntaxError, TypeError, ZeroDivisionError, OverflowError, MemoryError, RecursionError):
+        return text
+
+
+def _parse_params(items: list[str]) -> dict[str, str]:
+    """``-p key=value`` items as {key: value text}; refuses malformed and repeated keys."""
+    out: dict[str, str] = {}
     for it in items or []:
         if "=" not in it:
-            raise GpusimError(f"parameter {it!r} is not of the form key=value")
+            raise UsageError(f"-p {it}: a parameter is given as key=value (e.g. -p n=4096)")
         k, v = it.split("=", 1)
-        try:
-            out[k] = ast.literal_eval(v)
-        except (ValueError, SyntaxError):
-            out[k] = v
+        k = k.strip()
+        if not k.isidentifier():
+            raise UsageError(f"-p {it}: {k!r} is not a parameter name")
+        if k in out:
+            raise UsageError(f"-p {k}: given twice ({k}={out[k]} and {k}={v})")
+        out[k] = v
     return out
 
 
+_TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+def _expected_type(p: inspect.Parameter) -> type | None:
+    """The type a launch() parameter takes: its default's type, else its annotation when a plain type."""
+    if p.default is not inspect.Parameter.empty and p.default is not None:
+        return type(p.default)
+    ann = p.annotation
+    if isinstance(ann, str):
+        return _TYPE_NAMES.get(ann.strip())
+    return ann if ann in (int, float, str, bool) else None
+
+
+def _coerce(name: str, text: str, value: Any, want: type | None) -> Any:
+    """Check a parsed ``-p`` value against the type the parameter takes (converting int->float, 2.0->2)."""
+    def bad(word: str):
+        return UsageError(f"-p {name}={text}: parameter {name} of launch() expects {word}, got {text!r}")
+    if want is None:
+        return value
+    if want is bool:
+        if isinstance(value, bool):
+            return value
+        low = text.strip().lower()
+        if low in ("true", "yes", "on", "1"):
+            return True
+        if low in ("false", "no", "off", "0"):
+            return False
+        raise bad("a bool (True or False)")
+    if want is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise bad("an int")
+    if want is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise bad("a float")
+    if want is str:
+        return value if isinstance(value, str) else text
+    if want in (tuple, list):
+        if isinstance(value, (tuple, list)):
+            return want(value)
+        raise bad(f"a {want.__name__} such as (64, 64)")
+    return value
+
+
+def launch_params(fn: Any, raw: dict[str, str], path: str) -> dict[str, Any]:
+    """Check ``-p`` parameters against the signature of a kernel file's ``launch()`` and convert them to the
+    types its defaults have.  Unknown names and wrong types are UsageErrors naming the file:line of launch()."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return {k: parse_value(v) for k, v in raw.items()}
+    line = getattr(getattr(fn, "__code__", None), "co_firstlineno", 0)
+    where = f"{path}:{line}" if line else path
+    params = {n: p for n, p in sig.parameters.items()
+              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    out: dict[str, Any] = {}
+    for k, text in raw.items():
+        if k not in params:
+            if takes_any:
+                out[k] = parse_value(text)
+                continue
+            near = difflib.get_close_matches(k, list(params), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            takes = f"it takes: {', '.join(params)}" if params else "it takes no parameters"
+            raise UsageError(f"{where}: no parameter {k!r} in launch(){hint}; {takes}")
+        try:
+            out[k] = _coerce(k, text, parse_value(text), _expected_type(params[k]))
+        except UsageError as e:
+            raise UsageError(f"{where}: {e}") from None
+    return out
+
+
+def _key_line(fn: Any, key: str) -> int:
+    """The line in ``fn``'s source where the dict key ``key`` is written (its def line when not found)."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return getattr(getattr(fn, "__code__", None), "co_firstlineno", 0)
+    if key:
+        for i, ln in enumerate(lines):
+            if f'"{key}"' in ln or f"'{key}'" in ln:
+                return first + i
+    return first
+
+
 def cmd_run(a: argparse.Namespace) -> int:
-    from .api import check_outputs, simulate_launch
+    from .api import check_launch, check_outputs, simulate_launch
     from .config import load_gpu
 
     gpu = load_gpu(a.gpu)
+    raw_params = _parse_params(a.param)
     mod = load_kernel_file(a.file)
-    launch = mod.launch(**_parse_params(a.param))
+    params = launch_params(mod.launch, raw_params, a.file)
+    with _UserCode(a.file):
+        launch = mod.launch(**params)
+    try:
+        check_launch(launch)
+    except LaunchSpecError as e:
+        raise LaunchSpecError(f"{a.file}:{_key_line(mod.launch, e.key)}: {e}", key=e.key) from e
     want_timeline = bool(a.html or a.trace)
     progress = None
     if not a.json and sys.stderr.isatty():
         from .progress import StepProgress
         progress = StepProgress("simulating")
-    reports = simulate_launch(launch, gpu, record_timeline=want_timeline, progress=progress)
-    checks = check_outputs(launch) if "reference" in launch else []
+    with _UserCode(a.file):
+        reports = simulate_launch(launch, gpu, record_timeline=want_timeline, progress=progress)
+        checks = check_outputs(launch) if "reference" in launch else []
     ok = all(c[2] for c in checks)
     if a.json:
         payload = {"file": a.file, "reports": [r.to_dict() for r in reports],
@@ -86,22 +310,39 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_gpus(a: argparse.Namespace) -> int:
-    from .config import load_gpu, preset_names
+    from .config import load_gpu, preset_names, schema
+    detail = load_gpu(a.verbose) if a.verbose else None     # a bad file fails before anything is printed
     for name in preset_names():
         g = load_gpu(name)
         print(f"{name:<9} {g.name:<26} {g.chip.sm_count:>4} SMs  {g.chip.sm_clock_mhz:>5.0f} MHz  "
               f"L2 {g.l2.size_bytes / 2**20:>4.0f} MB  DRAM {g.dram.kind} {g.dram.peak_bandwidth_gbps:>5.0f} GB/s")
-    if a.verbose:
-        g = load_gpu(a.verbose)
+    if detail is not None:
+        g = detail
+        S = schema()
+        print(f"\n{a.verbose}: {g.name}")
         for k, src in sorted(g.sources.items()):
             sec, par = k.split(".", 1)
-            print(f"  {k:<40} {getattr(getattr(g, sec), par)!s:<30} {src}")
+            unit = S[k].unit if S[k].unit not in ("text", "flag") else ""
+            print(f"  {k:<40} {getattr(getattr(g, sec), par)!s:<30} {unit:<18} {src}")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="gpusim", description="Simulate GPU kernels on a modelled GPU.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is a UsageError (one line, exit status 2) like every other mistake."""
+
+    def error(self, message: str):
+        sub = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
+        raise UsageError(f"{sub}{message} (see '{self.prog} --help')")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gpusim", description="Simulate GPU kernels on a modelled GPU.",
+                epilog="exit status: 0 done (run: outputs match the reference), 1 run: an output differs from the "
+                       "numpy reference, 2 a mistake in the input (one line 'gpusim: error: ...'), 3 an internal "
+                       "error (a bug in gpusim; the traceback follows), 130 interrupted.")
+    p.add_argument("--debug", action="store_true",
+                   help="on an error, also print the Python traceback (or set GPUSIM_DEBUG=1)")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="simulate the launch() of a kernel file and print its report")
     r.add_argument("file")
     r.add_argument("--gpu", default="h100", help="preset name (gpusim gpus) or a .toml config file")
@@ -111,19 +352,61 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--trace", metavar="FILE", help="write the warp timeline as a Chrome trace (Perfetto)")
     r.set_defaults(fn=cmd_run)
     g = sub.add_parser("gpus", help="list the GPU presets")
-    g.add_argument("-v", "--verbose", metavar="PRESET", help="show every parameter of PRESET with its source")
+    g.add_argument("-v", "--verbose", metavar="PRESET",
+                   help="show every parameter of PRESET (a name or a .toml file) with its unit and source")
     g.set_defaults(fn=cmd_gpus)
     try:
         from .validate.cli import add_parser as add_validate
         add_validate(sub)
     except ImportError:
         pass
-    a = p.parse_args(argv)
+    _add_debug(p)
+    return p
+
+
+def _add_debug(p: argparse.ArgumentParser) -> None:
+    """``--debug`` after a subcommand too (``gpusim run --debug FILE``), without overriding one given before."""
+    for act in p._actions:
+        if isinstance(act, argparse._SubParsersAction):
+            for sp in act.choices.values():
+                if not any("--debug" in x.option_strings for x in sp._actions):
+                    sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                    help=argparse.SUPPRESS)
+                _add_debug(sp)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``gpusim`` command.  Exit status: see gpusim.errors (EXIT_*)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = os.environ.get("GPUSIM_DEBUG", "").strip() not in ("", "0") or "--debug" in argv
     try:
+        a = build_parser().parse_args(argv)
+        debug = debug or getattr(a, "debug", False)
         return a.fn(a)
     except GpusimError as e:
-        print(f"gpusim: error: {e}", file=sys.stderr)
-        return 2
+        if debug:
+            traceback.print_exc()
+        print(f"gpusim: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("gpusim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:                            # gpusim ... | head
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
+    except Exception as e:  # noqa: BLE001 -- anything else is a bug in gpusim
+        print(f"gpusim: internal error ({_one_line(_exc_text(e))}): this is a bug in gpusim, not in your input; "
+              f"please report it at {ISSUE_TRACKER} with the command line and the traceback below",
+              file=sys.stderr)
+        traceback.print_exc()
+        return EXIT_INTERNAL_ERROR
 
 
 if __name__ == "__main__":

@@ -1,9 +1,59 @@
-"""Errors a user sees, each naming where it applies: file:line, kernel, block and thread (or program id)."""
+"""Errors a user sees, each naming where it applies: file:line, kernel, block and thread (or program id).
+
+Everything gpusim raises on purpose for a mistake in its input is a ``GpusimError``; the command line prints
+it as one line ``gpusim: error: ...`` and exits with ``EXIT_USER_ERROR``.  Any other exception escaping gpusim
+is a bug in gpusim (``EXIT_INTERNAL_ERROR``, with the traceback).
+"""
 from __future__ import annotations
+
+#: exit statuses of the ``gpusim`` command
+EXIT_OK = 0                 # done; for ``gpusim run``: the outputs match the numpy reference
+EXIT_MISMATCH = 1           # ``gpusim run``: simulated, but an output differs from the numpy reference
+EXIT_USER_ERROR = 2         # a mistake in the input: kernel file, -p parameter, --gpu name, config file, options
+EXIT_INTERNAL_ERROR = 3     # a bug in gpusim: an exception that is not a GpusimError
+EXIT_INTERRUPTED = 130      # Ctrl-C
+
+#: where to report internal errors
+ISSUE_TRACKER = "the gpusim issue tracker (the project's GitHub issues)"
 
 
 class GpusimError(Exception):
     """Base class of everything gpusim raises on purpose."""
+
+
+class UsageError(GpusimError):
+    """A mistake on the command line: an option, a ``-p key=value`` parameter."""
+
+
+class ConfigError(GpusimError, ValueError):
+    """A GPU configuration (preset name, TOML file, override) that cannot be used.
+
+    ``key`` is the first offending parameter as ``section.name`` ('' when the problem is not one parameter's);
+    ``problems`` lists every (key, message) found.
+    """
+
+    def __init__(self, message: str, *, key: str = "", problems: "list[tuple[str, str]] | None" = None):
+        super().__init__(message)
+        self.key = key
+        self.problems = problems if problems is not None else [(key, message)]
+
+
+class KernelFileError(GpusimError):
+    """A kernel file that cannot be imported, or whose ``launch()``/``reference()`` raised: names file:line."""
+
+    def __init__(self, message: str, *, file: str = "", line: int = 0):
+        self.file, self.line = file, line
+        where = f"{file}:{line}" if file and line else file
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class LaunchSpecError(GpusimError, ValueError):
+    """A launch description (the dict a kernel file's ``launch()`` returns) gpusim cannot read: an unknown or
+    misplaced key, a missing one, a value of the wrong kind.  ``key`` names the key."""
+
+    def __init__(self, message: str, *, key: str = ""):
+        super().__init__(message)
+        self.key = key
 
 
 class KernelError(GpusimError):

@@ -92,6 +92,14 @@ class Report:
     trace: KernelTrace | None = field(default=None, repr=False)
     engine: EngineResult | None = field(default=None, repr=False)
     config: GPUConfig | None = field(default=None, repr=False)
+    # choices gpusim made for the user (a default taken, a value capped, a feature ignored), one sentence each;
+    # gathered from the config, the trace (KernelTrace.notes) and the engine; printed under "notes:"
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        """Add a note (duplicates dropped)."""
+        if text and text not in self.notes:
+            self.notes.append(text)
 
     def __getitem__(self, key: str) -> Any:
         if key in self.metrics:
@@ -116,6 +124,7 @@ class Report:
             "kernel": self.kernel, "gpu": self.gpu,
             "metrics": {k: {"value": m.value, "ncu": m.ncu, "unit": m.unit} for k, m in self.metrics.items()},
             "context": self.context,
+            "notes": list(self.notes),
             "config": self.config.to_dict() if self.config is not None else None,
         }
 
@@ -238,7 +247,10 @@ def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: 
         "sim_inst_per_s": c["inst"] / wall_s if wall_s else None,
         "occupancy_limits": occ.limits,
     }
-    return Report(kernel=trace.name, gpu=gpu.name, metrics=M, context=ctx, trace=trace, engine=res, config=gpu)
+    rep = Report(kernel=trace.name, gpu=gpu.name, metrics=M, context=ctx, trace=trace, engine=res, config=gpu)
+    for n in [*gpu.notes, *getattr(trace, "notes", ()), *getattr(res, "notes", ())]:
+        rep.note(n)
+    return rep
 
 
 def _fmt(v: Any) -> str:
@@ -271,6 +283,9 @@ def format_report(r: Report) -> str:
         lines.append(f"\nWarp states (cycles per warp; per issued instruction: total {total / sel:.1f})")
         for v, m in stalls:
             lines.append(f"  {m.key[6:]:<{width}} {_fmt(v):>16} {100 * v / total:5.1f} %      {m.ncu}")
+    if r.notes:
+        lines.append("\nnotes:")
+        lines.extend(f"  {n}" for n in r.notes)
     if r.context.get("wall_s"):
         rate = r.context.get("sim_inst_per_s") or 0
         lines.append(f"\nsimulated in {r.context['wall_s']:.2f} s ({rate / 1e3:,.0f} K warp-instructions/s)")

@@ -156,7 +156,14 @@ class KernelTrace:
     local_bytes_per_thread: int = 0
     flops: float = 0.0                  # useful floating-point operations (for the roofline)
     meta: dict = field(default_factory=dict)  # front-end facts: register estimate basis, vector widths...
-    notes: list[str] = field(default_factory=list)  # what the user should know about how it was simulated
+    # choices gpusim made for the user that change what the report means (a default taken, a value capped, a
+    # feature ignored): one sentence each; they reach Report.notes and are printed under "notes:"
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        """Record a choice gpusim made for the user (shown in the report's notes; duplicates dropped)."""
+        if text and text not in self.notes:
+            self.notes.append(text)
 
     @property
     def threads_per_cta(self) -> int:

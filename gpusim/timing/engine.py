@@ -52,6 +52,7 @@ class EngineResult:
     bandwidth_events: list[tuple[float, str, int]] | None = None
     launch_overhead_cycles: float = 0.0
     sim_events: int = 0
+    notes: list[str] = field(default_factory=list)   # choices the engine made for the user (Report.notes)
 
 
 class Engine:
@@ -80,7 +81,8 @@ class Engine:
                                  for p in Pipe]
         tens = gpu.tensor.flops_per_clk_per_sm
         self.tensor_flops_per_clk_smsp = {k: v / sm.subpartitions for k, v in tens.items()}
-        self.tensor_default = tens.get("fp16", 1024) / sm.subpartitions
+        self.tensor_default = tens.get("fp16", 1024) / sm.subpartitions   # load_gpu requires an fp16 rate
+        self.notes: list[str] = []
         self.mma_latency = gpu.tensor.mma_latency_cycles
         self.shared_latency = sm.shared_latency_cycles
         self.cache_loads_l1 = gpu.l1.cache_global_loads
@@ -146,7 +148,14 @@ class Engine:
                 kind, pipe = int(op.kind), int(op.pipe)
                 reason = 2                               # long_scoreboard: global/local memory
                 if kind == _MMA:
-                    x = op.flops / self.tensor_flops_per_clk_smsp.get(op.mma_dtype, self.tensor_default)
+                    rate = self.tensor_flops_per_clk_smsp.get(op.mma_dtype)
+                    if rate is None:
+                        rate = self.tensor_default
+                        note = (f"{op.mma_dtype or 'untyped'} MMAs timed at the fp16 tensor rate: {self.gpu.name} "
+                                f"has no tensor.flops_per_clk_per_sm[{op.mma_dtype!r}]")
+                        if note not in self.notes:
+                            self.notes.append(note)
+                    x = op.flops / rate
                     reason = 9                           # tensor_wait
                 elif kind == _ALU:
                     x = lat[pipe]
@@ -455,7 +464,7 @@ class Engine:
             sm_active_cycles=self._active_cycles(),
             sm_warp_cycles=sum(w[5] - w[4] for w in self.warp_info.values()),
             cta_spans=self.cta_spans, timeline=self.timeline, warps=self.warp_info,
-            bandwidth_events=self.bw_events, launch_overhead_cycles=t0)
+            bandwidth_events=self.bw_events, launch_overhead_cycles=t0, notes=list(self.notes))
 
 
 def run(trace: KernelTrace, gpu: GPUConfig | str = "h100", progress=None, **kw) -> EngineResult:

@@ -87,6 +87,8 @@ def render_html(reports, gpu=None, title: str | None = None, max_sms: int | None
     for i, rep in enumerate(reports):
         out.append(f'<section id="kernel-{i}"><h2>{i + 1}. {html.escape(rep.kernel)}</h2>')
         out.append(f'<p class="summary">{_summary(rep)}</p>')
+        for note in getattr(rep, "notes", ()):
+            out.append(f'<p class="note">note: {html.escape(note)}</p>')
         figs = []
         tl = timeline_figure(rep, max_sms=max_sms, max_bars=max_bars)
         meta = tl.layout.meta or {}
