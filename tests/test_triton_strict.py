@@ -81,3 +81,17 @@ def test_real_compiler_gives_the_corpus_verdict(tmp_path, c):
     assert verdict == c["expect"], f"{c['name']}: the real compiler says {verdict}: {msg[-300:]}"
     for word in c["names"]:
         assert word.lower() in msg.lower(), f"{c['name']}: the real compiler's message {msg[-300:]!r} lacks {word!r}"
+
+
+def test_ignored_calls_are_noted_in_the_report_only_when_made(tmp_path):
+    src = ("@triton.jit\ndef k(x_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+           "    x = tl.load(x_ptr + offs)\n{extra}    tl.store(x_ptr + offs, x + 1.0)\n")
+    c = {"name": "noted", "src": src.format(extra="    tl.device_print(\"x\", x)\n"),
+         "sig": {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}}
+    mod, _ = _load(tmp_path, c, GPUSIM_HEAD)
+    rep = gpusim.simulate(mod.k, (1,), *_args(c), BLOCK=128, progress=False)
+    assert any("device_print" in n for n in rep.notes)
+    c2 = dict(c, name="plain", src=src.format(extra=""))
+    mod2, _ = _load(tmp_path, c2, GPUSIM_HEAD)
+    rep2 = gpusim.simulate(mod2.k, (1,), *_args(c2), BLOCK=128, progress=False)
+    assert not any("device_print" in n for n in rep2.notes)

@@ -503,6 +503,8 @@ def ifexp(c, af, bf):
 def assert_(cond, msg=None):
     cond = unwrap(cond)
     if isinstance(cond, tensor):
-        return      # device_assert: only checked by Triton in debug mode
+        from ._state import IGNORED_CALLS
+        IGNORED_CALLS.add("`assert` on a tensor (device_assert) is not checked (Triton checks it only in debug mode)")
+        return
     if not cond:
         fail(CompileError, f"assertion failed: {msg}" if msg is not None else "assertion failed")

@@ -30,7 +30,7 @@ from . import _rewrite
 from ._strict import kernel_builtins
 from . import language as tl
 from ._buffers import ADDRESSES, Buffer, numpy_root
-from ._state import _CODE_INFO
+from ._state import _CODE_INFO, IGNORED_CALLS
 
 CHUNK_ELEMENTS = 1 << 21           # target elements of the largest tile over a chunk of programs
 _META_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "launch_cooperative_grid",
@@ -524,6 +524,7 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
                                      execute_spec=execute, resolve=resolve)
     spec = kernel if isinstance(kernel, Spec) else resolve(kernel)
     kfn = compiled(spec.fn)
+    IGNORED_CALLS.clear()
     vals, W, S = bind(spec, args, kwargs)
     grid3 = _grid_of(grid, vals, W, S)
     n = grid3[0] * grid3[1] * grid3[2]
@@ -623,11 +624,12 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace
                                  "excess spills to local memory)"},
         "shared_memory": smem_basis,
         "programs_per_chunk": chunk,
-        "notes": ["tl.device_print/device_assert are ignored"],
     }
     tr = KernelTrace(name=spec.name, frontend="triton", grid=grid3, block=(WARP * W, 1, 1), regs_per_thread=regs,
                      shared_bytes_per_cta=smem, tables=tables, source_file=src_file, source_lines=source_lines,
                      local_bytes_per_thread=spill * 4, flops=float(stats.flops), meta=meta)
+    for text in sorted(IGNORED_CALLS):
+        tr.note(text)
     for where, (waits, rounds) in stats.waits.items():
         meta.setdefault("spin_waits", {})[where] = {"waits": waits, "most_rounds": rounds}
         tr.notes.append(

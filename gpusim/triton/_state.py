@@ -16,6 +16,8 @@ import numpy as np
 # execution state
 # ---------------------------------------------------------------------------------------------------------
 
+#: calls of the running launch that gpusim executes as no-ops (``tl.device_print`` ...): its report notes them
+IGNORED_CALLS: set = set()
 _CODE_INFO: dict = {}            # code object -> (filename, function name) of transformed kernel code
 
 

@@ -11,6 +11,7 @@ import types as _types
 
 from ..errors import CompileError, UnsupportedConstruct
 from . import _control
+from ._state import IGNORED_CALLS as _IGNORED_CALLS
 from . import _core as _C
 from . import _ops_descriptor
 from . import _ops_dot
@@ -185,10 +186,12 @@ def static_print(*args, sep=" ", end="\n", file=None, flush=False):
 
 
 def device_print(prefix, *args, hex=False):
+    _IGNORED_CALLS.add("tl.device_print (print) prints nothing and costs no instructions in gpusim")
     return None
 
 
 def device_assert(cond, msg="", mask=None):
+    _IGNORED_CALLS.add("tl.device_assert is not checked (Triton checks it only in debug mode) and costs nothing")
     return None
 
 
