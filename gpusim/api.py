@@ -159,6 +159,8 @@ LAUNCH_KEYS = {
     "atol": "absolute tolerance of the output check",
     "flops": "useful floating-point operations (roofline)",
     "min_bytes": "fewest DRAM bytes the work needs",
+    "buffers": "arrays a kernel reaches only through a table of their addresses, by name: reference() may "
+               "return outputs keyed by these names",
 }
 #: Triton launch options: they belong in "meta"
 META_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
@@ -326,7 +328,13 @@ def check_outputs(launch: dict) -> list[tuple[Any, float, bool]]:
     rtol, atol = launch.get("rtol", 1e-5), launch.get("atol", 1e-6)
     res = []
     for key, expected in ref.items():
-        if isinstance(key, (tuple, list)):
+        if isinstance(key, str):
+            buffers = launch.get("buffers") or {}
+            if key not in buffers:
+                raise LaunchSpecError(f"reference() returned output {key!r}: not a name in the launch dict's "
+                                      f"'buffers' ({', '.join(map(str, buffers)) or 'none given'})", key="reference")
+            got = buffers[key]
+        elif isinstance(key, (tuple, list)):
             if not (len(key) == 2 and 0 <= key[0] < len(steps) and 0 <= key[1] < len(steps[key[0]]["args"])):
                 raise LaunchSpecError(f"reference() returned output {key!r}: not a (step, arg index) of the "
                                       f"{len(steps)} steps", key="reference")

@@ -182,8 +182,27 @@ def find_host(addr: int):
         return _scan(objs, addr, torch)
 
 
+def _candidates(objs, depth: int = 3):
+    """The objects themselves and what lists, tuples and dicts hold, ``depth`` levels down: numpy arrays are not
+    tracked by the garbage collector (nor are dicts and tuples that hold only untracked objects), so they are found
+    through the tracked containers that hold them."""
+    seen: set[int] = set()
+    stack = [(o, 0) for o in objs]
+    while stack:
+        o, d = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        yield o
+        if d < depth:
+            if isinstance(o, (list, tuple)):
+                stack.extend((x, d + 1) for x in o)
+            elif isinstance(o, dict):
+                stack.extend((x, d + 1) for x in o.values())
+
+
 def _scan(objs, addr, torch):
-    for o in objs:
+    for o in _candidates(objs):
         try:
             if isinstance(o, np.ndarray) and o.size:
                 lo = o.__array_interface__["data"][0]

@@ -34,7 +34,7 @@ from ._state import _CODE_INFO, IGNORED_CALLS
 
 CHUNK_ELEMENTS = 1 << 21           # target elements of the largest tile over a chunk of programs
 _META_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "launch_cooperative_grid",
-              "launch_pdl", "warmup", "grid", "stream", "device")
+              "launch_pdl", "warmup", "grid", "stream", "device", "extern_libs")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -278,6 +278,9 @@ def bind(spec: Spec, args, kwargs):
     pnames = {p.name for p in spec.params}
     # launch options; one that is also a parameter (tutorial 02's ``num_stages: tl.constexpr``) is both
     meta = {k: (kwargs[k] if k in pnames else kwargs.pop(k)) for k in list(kwargs) if k in _META_KEYS}
+    if meta.get("extern_libs"):
+        IGNORED_CALLS.add("extern_libs: gpusim's libdevice is built in (Triton's function names); the library "
+                          "path given is not read")
     if spec.config is not None:
         ckw, cw, cs = spec.config
         for k2, v2 in ckw.items():
