@@ -6,10 +6,7 @@ Source: https://github.com/NVIDIA/numba-cuda, numba_cuda/numba/cuda/tests/doc_ex
 v0.30.4 (the text of the installed numba-cuda 0.30.4 package).  BSD-2-Clause, Copyright (c) 2025 NVIDIA
 CORPORATION & AFFILIATES.  The kernel is unchanged (lifted from the test method to module level, with the ``sig``
 its decorator uses as a module global); only the imports are switched and the host code is in ``launch()``:
-``x.__cuda_array_interface__["data"][0]`` becomes the numpy array's address ``x.__array_interface__["data"][0]``.
-
-x is reached only through its address: ``indirect_outputs`` / ``indirect_reference`` carry it (gpusim's
-check_outputs does not read these keys).
+x is reached only through its address: the launch dict names it in ``buffers`` for the output check.
 """
 import numpy as np
 
@@ -34,12 +31,12 @@ def add_one(x, n):
 
 
 def launch(size: int = 10) -> dict:
-    n = size
     """``add_one[1, 32](x_ptr, x_len)`` on ``np.arange(10, dtype=np.uint8)``."""
-    x = np.arange(n, dtype=np.uint8)
-    x0 = x.copy()
+    n = size
+    x0 = np.arange(n, dtype=np.uint8)
+    x = cuda.to_device(x0)
     # Obtain a pointer to the data from the (CUDA) Array Interface
-    x_ptr = x.__array_interface__["data"][0]
+    x_ptr = x.__cuda_array_interface__["data"][0]
     x_len = len(x)
     return {
         "kernel": add_one,
@@ -47,10 +44,9 @@ def launch(size: int = 10) -> dict:
         "block": (32,),
         "shared_bytes": 0,
         "args": [x_ptr, x_len],
-        "outputs": [],
-        "reference": lambda: {},
-        "indirect_outputs": {"x": x},
-        "indirect_reference": lambda: {"x": x0 + np.uint8(1)},
+        "outputs": ["x"],
+        "buffers": {"x": x},
+        "reference": lambda: {"x": x0 + np.uint8(1)},
         "rtol": 0, "atol": 0,
         "flops": 0,
         "min_bytes": 2 * n,

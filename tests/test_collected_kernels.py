@@ -1,6 +1,6 @@
-"""The kernels users already have (Triton tutorials, numba-cuda documentation examples; kernels/tut*.py,
-kernels/nb_*.py): the ones gpusim simulates today match their numpy references.  KERNELS_STATUS.md (not
-committed) lists the others and what each is missing.  Sizes are reduced; a file that is absent is skipped."""
+"""numba-cuda's documentation examples as users have them (kernels/nb_*.py) match their numpy references under
+gpusim, with the real numba-cuda importable (the files then take ``from numba import cuda``) or not.  Sizes are
+reduced."""
 import importlib.util
 from pathlib import Path
 
@@ -19,14 +19,6 @@ CASES = [
     ("nb_matmul_shared", {"size": 40}, "numba"),
     ("nb_matmul_shared", {"square": False}, "numba"),
     ("nb_reduction", {}, "numba"),                          # from numba.cuda.types import int32
-    ("tut01_vector_add", {"size": 5000}, None),
-    ("tut02_fused_softmax", {"n_rows": 64, "n_cols": 781, "use_warmup": False}, None),
-    ("tut03_matmul", {"M": 256, "N": 256, "K": 256}, None),
-    ("tut03_matmul", {"M": 256, "N": 192, "K": 320, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 2},
-     None),
-    ("tut05_layer_norm", {"M": 32, "N": 256}, None),        # N=256: one warp (see KERNELS_STATUS.md)
-    ("tut05_layer_norm_bwd", {"M": 32, "N": 256}, None),
-    ("tut09_persistent_matmul", {"M": 256, "N": 256, "K": 128, "kernels": ("naive", "persistent")}, "triton"),
 ]
 
 
