@@ -33,39 +33,36 @@ RNG = np.random.default_rng(12)
 # ---------------------------------------------------------------------------------------------------------
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                  GROUP_SIZE_M: tl.constexpr):
-    # tutorial 03's kernel, verbatim (less the activation)
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    tl.assume(pid_m >= 0)
-    tl.assume(pid_n >= 0)
-    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        accumulator = tl.dot(a, b, accumulator)
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-    c = accumulator.to(tl.float16)
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
+def banded_gemm(x_ptr, y_ptr, out_ptr, M, N, K, sx_row, sx_col, sy_row, sy_col, so_row, so_col,
+                TM: tl.constexpr, TN: tl.constexpr, TK: tl.constexpr, BAND: tl.constexpr):
+    # out = x @ y, one TM x TN tile of out per program.  Programs are numbered band by band: a band is BAND
+    # consecutive tile rows, walked column-major inside the band, so neighbouring programs reuse rows of x
+    # and columns of y.  The bottom band can be thinner than BAND, so its height differs between programs.
+    prog = tl.program_id(0)
+    tiles_m = tl.cdiv(M, TM)
+    tiles_n = tl.cdiv(N, TN)
+    progs_per_band = BAND * tiles_n
+    band = prog // progs_per_band
+    top = band * BAND
+    height = min(tiles_m - top, BAND)          # builtin min on per-program values
+    rank = prog - band * progs_per_band        # position inside the band
+    tile_m = top + rank % height
+    tile_n = rank // height
+    rows = tile_m * TM + tl.arange(0, TM)
+    cols = tile_n * TN + tl.arange(0, TN)
+    row_ok = rows < M
+    col_ok = cols < N
+    acc = tl.zeros((TM, TN), dtype=tl.float32)
+    for k0 in range(0, K, TK):
+        ks = k0 + tl.arange(0, TK)
+        k_ok = ks < K
+        xt = tl.load(x_ptr + rows[:, None] * sx_row + ks[None, :] * sx_col,
+                     mask=row_ok[:, None] & k_ok[None, :], other=0.0)
+        yt = tl.load(y_ptr + ks[:, None] * sy_row + cols[None, :] * sy_col,
+                     mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        acc = tl.dot(xt, yt, acc)
+    dst = out_ptr + rows[:, None] * so_row + cols[None, :] * so_col
+    tl.store(dst, acc.to(tl.float16), mask=row_ok[:, None] & col_ok[None, :])
 
 
 def _matmul_args(M, N, K):
@@ -79,8 +76,8 @@ def _matmul_args(M, N, K):
 def test_tutorial03_320_groups_of_different_sizes(bk):
     # 5 x 5 tiles in groups of 2 rows: the last group has one row (group_size_m differs between programs)
     a, b, c, args = _matmul_args(320, 320, 320)
-    meta = dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=bk, GROUP_SIZE_M=2, num_warps=4, num_stages=3)
-    tr = trace_launch(matmul_kernel, (25,), args, meta)
+    meta = dict(TM=64, TN=64, TK=bk, BAND=2, num_warps=4, num_stages=3)
+    tr = trace_launch(banded_gemm, (25,), args, meta)
     ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
     np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
     assert tr.n_ctas == 25 and any(op.kind == OpKind.MMA for t in tr.tables for op in t.ops)
@@ -88,8 +85,8 @@ def test_tutorial03_320_groups_of_different_sizes(bk):
 
 def test_tutorial03_1408_128x128x64():
     a, b, c, args = _matmul_args(1408, 1408, 1408)
-    meta = dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, num_warps=4, num_stages=4)
-    tr = trace_launch(matmul_kernel, (121,), args, meta)     # 11 x 11 tiles: groups of 8, 3 rows
+    meta = dict(TM=128, TN=128, TK=64, BAND=8, num_warps=4, num_stages=4)
+    tr = trace_launch(banded_gemm, (121,), args, meta)     # 11 x 11 tiles: groups of 8, 3 rows
     ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
     np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
     assert tr.n_ctas == 121
@@ -137,18 +134,16 @@ def test_builtin_abs_is_undefined_as_in_triton():
 # autotune: every config simulated for a new key, cached per key
 # ---------------------------------------------------------------------------------------------------------
 
-_TUNE_CONFIGS = [triton.Config({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2},
-                               num_warps=4, num_stages=3),
-                 triton.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2},
-                               num_warps=2, num_stages=2),
-                 triton.Config({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 2},
+_TUNE_CONFIGS = [triton.Config({"TM": 64, "TN": 64, "TK": 32, "BAND": 2}, num_warps=4, num_stages=3),
+                 triton.Config({"TM": 32, "TN": 32, "TK": 32, "BAND": 2}, num_warps=2, num_stages=2),
+                 triton.Config({"TM": 256, "TN": 256, "TK": 128, "BAND": 2},
                                num_warps=8, num_stages=4)]          # out of shared memory: times as infinity
-tuned_matmul = triton.autotune(configs=_TUNE_CONFIGS, key=["M", "N", "K"])(matmul_kernel)
+tuned_matmul = triton.autotune(configs=_TUNE_CONFIGS, key=["M", "N", "K"])(banded_gemm)
 
 
 def test_autotune_simulates_every_config_and_caches_per_key():
     a, b, c, args = _matmul_args(192, 192, 192)
-    grid = lambda META: (triton.cdiv(192, META["BLOCK_SIZE_M"]) * triton.cdiv(192, META["BLOCK_SIZE_N"]),)
+    grid = lambda META: (triton.cdiv(192, META["TM"]) * triton.cdiv(192, META["TN"]),)
     tr = trace_launch(tuned_matmul, grid, args)
     ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
     np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
@@ -173,23 +168,15 @@ def test_autotune_simulates_every_config_and_caches_per_key():
 # ---------------------------------------------------------------------------------------------------------
 
 @triton.jit
-def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
-                   BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
-    row_start = tl.program_id(0)
-    row_step = tl.num_programs(0)
-    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
-        row_start_ptr = input_ptr + row_idx * input_row_stride
-        col_offsets = tl.arange(0, BLOCK_SIZE)
-        input_ptrs = row_start_ptr + col_offsets
-        mask = col_offsets < n_cols
-        row = tl.load(input_ptrs, mask=mask, other=-float('inf'))
-        row_minus_max = row - tl.max(row, axis=0)
-        numerator = tl.exp(row_minus_max)
-        denominator = tl.sum(numerator, axis=0)
-        softmax_output = numerator / denominator
-        output_row_start_ptr = output_ptr + row_idx * output_row_stride
-        output_ptrs = output_row_start_ptr + col_offsets
-        tl.store(output_ptrs, softmax_output, mask=mask)
+def strided_row_softmax(src, dst, n_rows, n_cols, src_stride, dst_stride,
+                        BLOCK: tl.constexpr, num_stages: tl.constexpr):
+    # each program takes every num_programs-th row, starting at its own id; a row fits in one BLOCK
+    lane = tl.arange(0, BLOCK)
+    inside = lane < n_cols
+    for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=num_stages):
+        v = tl.load(src + r * src_stride + lane, mask=inside, other=float("-inf"))
+        e = tl.exp(v - tl.max(v, axis=0))       # shifted by the row maximum: no overflow
+        tl.store(dst + r * dst_stride + lane, e / tl.sum(e, axis=0), mask=inside)
 
 
 def test_tutorial02_warmup_and_device_properties():
@@ -201,14 +188,14 @@ def test_tutorial02_warmup_and_device_properties():
     assert (tgt.backend, tgt.arch, tgt.warp_size) == ("cuda", 90, 32)
     x = RNG.standard_normal((300, 781)).astype(np.float32)
     y = np.zeros_like(x)
-    kernel = softmax_kernel.warmup(y, x, 781, 781, 300, 781, BLOCK_SIZE=1024, num_stages=4, num_warps=8, grid=(1,))
+    kernel = strided_row_softmax.warmup(x, y, 300, 781, 781, 781, BLOCK=1024, num_stages=4, num_warps=8, grid=(1,))
     kernel._init_handles()
     assert not y.any()                                   # warmup computes nothing the caller sees
     assert 16 <= kernel.n_regs <= 255 and kernel.n_spills == 0
     assert kernel.metadata.num_warps == 8 and kernel.metadata.num_stages == 4 and kernel.metadata.shared > 0
     occupancy = min(props["max_num_regs"] // (kernel.n_regs * 32 * 8), props["max_shared_mem"] // kernel.metadata.shared)
     num_programs = min(props["multiprocessor_count"] * occupancy, 300)
-    kernel[(num_programs, 1, 1)](y, x, 781, 781, 300, 781, 1024, 4)
+    kernel[(num_programs, 1, 1)](x, y, 300, 781, 781, 781, 1024, 4)
     ref = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(y, ref / ref.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
 
@@ -331,17 +318,14 @@ def rand_kernel(X, I, G, F4, seed, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def dropout_kernel(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
-    # tutorial 04's _seeded_dropout
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    random = tl.rand(seed, offsets)
-    x_keep = random > p
-    output = tl.where(x_keep, x / (1 - p), 0.0)
-    tl.store(output_ptr + offsets, output, mask=mask)
+def drop_some(src, dst, seed, p_drop, n, BLOCK: tl.constexpr):
+    # zero each element with probability p_drop, scale the survivors by 1 / (1 - p_drop); the draw for an
+    # element depends only on (seed, its index), so a rerun with the same seed drops the same elements
+    idx = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    live = idx < n
+    u = tl.rand(seed, idx)
+    v = tl.load(src + idx, mask=live)
+    tl.store(dst + idx, tl.where(u > p_drop, v / (1 - p_drop), 0.0), mask=live)
 
 
 def cases():
@@ -353,8 +337,8 @@ def cases():
                     [np.zeros(n, np.float32), np.zeros(n, np.uint32), np.zeros(n, np.float32),
                      np.zeros(4 * n, np.uint32), seed, n], {"BLOCK": 256}))
     x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
-    out.append(("dropout", dropout_kernel, (triton.cdiv(n, 128),), [x, np.zeros(n, np.float32), n, 0.5, 42],
-                {"BLOCK_SIZE": 128}))
+    out.append(("dropout", drop_some, (triton.cdiv(n, 128),), [x, np.zeros(n, np.float32), 42, 0.5, n],
+                {"BLOCK": 128}))
     return out
 '''
 
@@ -445,86 +429,42 @@ def test_rand_uniform_and_randn_normal_and_costed():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# 6. pointer tables (tutorial 08's grouped GEMM, kernel verbatim)
+# 6. pointer tables (the construct of tutorial 08's grouped GEMM)
 # ---------------------------------------------------------------------------------------------------------
 
 @triton.jit
-def grouped_matmul_kernel(
-    # device tensor of matrices pointers
-    group_a_ptrs,
-    group_b_ptrs,
-    group_c_ptrs,
-    # device tensor of gemm sizes. its shape is [group_size, 3]
-    # dim 0 is group_size, dim 1 is the values of <M, N, K> of each gemm
-    group_gemm_sizes,
-    # device tensor of leading dimension sizes. its shape is [group_size, 3]
-    # dim 0 is group_size, dim 1 is the values of <lda, ldb, ldc> of each gemm
-    g_lds,
-    # number of gemms
-    group_size,
-    # number of virtual SM
-    NUM_SM: tl.constexpr,
-    # tile sizes
-    BLOCK_SIZE_M: tl.constexpr,
-    BLOCK_SIZE_N: tl.constexpr,
-    BLOCK_SIZE_K: tl.constexpr,
-):
-    tile_idx = tl.program_id(0)
-    last_problem_end = 0
-    for g in range(group_size):
-        # get the gemm size of the current problem
-        gm = tl.load(group_gemm_sizes + g * 3)
-        gn = tl.load(group_gemm_sizes + g * 3 + 1)
-        gk = tl.load(group_gemm_sizes + g * 3 + 2)
-        num_m_tiles = tl.cdiv(gm, BLOCK_SIZE_M)
-        num_n_tiles = tl.cdiv(gn, BLOCK_SIZE_N)
-        num_tiles = num_m_tiles * num_n_tiles
-        # iterate through the tiles in the current gemm problem
-        while (tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles):
-            # pick up a tile from the current gemm problem
-            k = gk
-            lda = tl.load(g_lds + g * 3)
-            ldb = tl.load(g_lds + g * 3 + 1)
-            ldc = tl.load(g_lds + g * 3 + 2)
-            a_ptr = tl.load(group_a_ptrs + g).to(tl.pointer_type(tl.float16))
-            b_ptr = tl.load(group_b_ptrs + g).to(tl.pointer_type(tl.float16))
-            c_ptr = tl.load(group_c_ptrs + g).to(tl.pointer_type(tl.float16))
-            # figure out tile coordinates
-            tile_idx_in_gemm = tile_idx - last_problem_end
-            tile_m_idx = tile_idx_in_gemm // num_n_tiles
-            tile_n_idx = tile_idx_in_gemm % num_n_tiles
-
-            # do regular gemm here
-            offs_am = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-            offs_bn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-            offs_k = tl.arange(0, BLOCK_SIZE_K)
-            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
-            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
-            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-            for kk in range(0, tl.cdiv(k, BLOCK_SIZE_K)):
-                # hint to Triton compiler to do proper loop pipelining
-                tl.multiple_of(a_ptrs, [16, 16])
-                tl.multiple_of(b_ptrs, [16, 16])
-                # assume full tile for now
-                a = tl.load(a_ptrs)
-                b = tl.load(b_ptrs)
-                accumulator += tl.dot(a, b)
-                a_ptrs += BLOCK_SIZE_K
-                b_ptrs += BLOCK_SIZE_K * ldb
-            c = accumulator.to(tl.float16)
-
-            offs_cm = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-            offs_cn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-            c_ptrs = c_ptr + ldc * offs_cm[:, None] + offs_cn[None, :]
-
-            # assumes full tile for now
-            tl.store(c_ptrs, c)
-
-            # go to the next tile by advancing NUM_SM
-            tile_idx += NUM_SM
-
-        # get ready to go to the next gemm problem
-        last_problem_end = last_problem_end + num_tiles
+def table_gemms(a_tab, b_tab, c_tab, dims, lead, n_problems,
+                PROGS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # Several independent fp16 GEMMs C_i = A_i @ B_i, their base addresses in int64 tables.  Their tiles
+    # are numbered one after another over all problems and dealt round-robin to PROGS persistent programs.
+    # dims holds (m, n, k) per problem, lead the row pitches of (A, B, C); every size is a tile multiple.
+    me = tl.program_id(0)
+    seen = 0                                      # tiles of the problems before this one
+    for q in range(n_problems):
+        m = tl.load(dims + 3 * q)
+        n = tl.load(dims + 3 * q + 1)
+        k = tl.load(dims + 3 * q + 2)
+        cols_of_tiles = tl.cdiv(n, BN)
+        count = tl.cdiv(m, BM) * cols_of_tiles
+        a = tl.load(a_tab + q).to(tl.pointer_type(tl.float16))
+        b = tl.load(b_tab + q).to(tl.pointer_type(tl.float16))
+        c = tl.load(c_tab + q).to(tl.pointer_type(tl.float16))
+        pa = tl.load(lead + 3 * q)
+        pb = tl.load(lead + 3 * q + 1)
+        pc = tl.load(lead + 3 * q + 2)
+        # my first tile of this problem: the global numbering continues at `seen`
+        first = (me + PROGS - seen % PROGS) % PROGS
+        for t in range(first, count, PROGS):
+            r = (t // cols_of_tiles) * BM + tl.arange(0, BM)
+            s = (t % cols_of_tiles) * BN + tl.arange(0, BN)
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for k0 in range(0, k, BK):
+                kk = k0 + tl.arange(0, BK)
+                at = tl.load(a + r[:, None] * pa + kk[None, :])
+                bt = tl.load(b + kk[:, None] * pb + s[None, :])
+                acc += tl.dot(at, bt)
+            tl.store(c + r[:, None] * pc + s[None, :], acc.to(tl.float16))
+        seen += count
 
 
 def test_tutorial08_pointer_tables_from_data_ptr():
@@ -537,8 +477,8 @@ def test_tutorial08_pointer_tables_from_data_ptr():
     c_t = np.array([triton.data_ptr(c) for c in C], np.int64)
     sizes = np.array(shapes, np.int32).reshape(-1)
     lds = np.array([[a.shape[1], b.shape[1], c.shape[1]] for a, b, c in zip(A, B, C)], np.int32).reshape(-1)
-    meta = dict(NUM_SM=4, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32)
-    tr = trace_launch(grouped_matmul_kernel, (4,), [a_t, b_t, c_t, sizes, lds, len(shapes)], meta)
+    meta = dict(PROGS=4, BM=64, BN=64, BK=32)
+    tr = trace_launch(table_gemms, (4,), [a_t, b_t, c_t, sizes, lds, len(shapes)], meta)
     for a, b, c in zip(A, B, C):
         ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
         np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
