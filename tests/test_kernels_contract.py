@@ -122,8 +122,9 @@ def test_every_case_names_an_existing_kernel_file_with_cpu_params():
         assert c.kernel_file in suite.CPU_PARAMS, f"{c.name}: {c.kernel_file} has tiny CPU params"
     assert set(suite.KERNEL_FILES) == {c.kernel_file for c in suite.CASES}, "every kernel file is in the suite"
     on_disk = {f"kernels/{p.name}" for p in (REPO / "kernels").glob("*.py")}
-    assert on_disk == set(suite.KERNEL_FILES) | set(suite.MICRO_KERNEL_FILES), \
-        "every kernel file on disk is a suite kernel (listed in CPU_PARAMS) or a microbenchmark"
+    assert on_disk == set(suite.KERNEL_FILES) | set(suite.MICRO_KERNEL_FILES) | set(suite.EXAMPLE_KERNEL_FILES), \
+        "every kernel file on disk is a suite kernel (listed in CPU_PARAMS), a microbenchmark or a documentation example"
+    assert suite.EXAMPLE_KERNEL_FILES and all(f.startswith("kernels/nb_") for f in suite.EXAMPLE_KERNEL_FILES)
 
 
 def test_pairs_name_existing_distinct_cases():

@@ -182,14 +182,24 @@ def test_descriptor_loads_in_a_loop_are_pipelined_and_feed_wgmma_from_shared():
 
 
 # ---- the tutorials ---------------------------------------------------------------------------------------------
+# Triton's tutorial files are not part of this repository (code fetched from other repositories is not committed
+# here, and no installable package ships them): put 06-fused-attention.py / 09-persistent-matmul.py, with a
+# numpy launch(), as kernels/tut06_fused_attention.py / kernels/tut09_persistent_matmul.py to run these.
+
+
+def _tutorial(stem):
+    path = ROOT / "kernels" / f"{stem}.py"
+    if not path.is_file():
+        pytest.skip(f"{path.name} is not in this checkout (see the note above)")
+    return _load(path, stem)
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_tutorial06_fused_attention_forward(causal):
     from gpusim.api import simulate_launch
-    m = _load(ROOT / "kernels" / "tut06_fused_attention.py", "t06")
+    m = _tutorial("tut06_fused_attention")
     L = m.launch(Z=1, H=2, N_CTX=256, HEAD_DIM=64, causal=causal)
     simulate_launch(L, "h100")
-    o, ref = L["indirect_outputs"]["o"], L["indirect_reference"]()["o"]
+    o, ref = L["buffers"]["o"], L["reference"]()["o"]
     assert np.abs(o.astype(np.float32) - ref.astype(np.float32)).max() <= 1e-2
     Mv, Mref = L["steps"][0]["args"][1], L["reference"]()[(0, 1)]
     np.testing.assert_allclose(Mv, Mref, atol=1e-3)
@@ -197,15 +207,17 @@ def test_tutorial06_fused_attention_forward(causal):
 
 def test_tutorial09_persistent_matmul():
     from gpusim.api import simulate_launch
-    m = _load(ROOT / "kernels" / "tut09_persistent_matmul.py", "t09")
+    m = _tutorial("tut09_persistent_matmul")
     L = m.launch(M=512, N=512, K=512)
     reps = simulate_launch(L, "h100")
     assert len(reps) == 5
     for k, v in L["reference"]().items():
+        if isinstance(k, str):
+            out = L["buffers"][k]
+            assert np.abs(out.astype(np.float32) - v.astype(np.float32)).max() <= 1.0
+            continue
         out = L["steps"][k[0]]["args"][k[1]]
         assert np.abs(out.astype(np.float32) - v.astype(np.float32)).max() <= 1.0
-    for k, v in L["indirect_reference"]().items():
-        assert np.abs(L["indirect_outputs"][k].astype(np.float32) - v.astype(np.float32)).max() <= 1.0
     by_name = {r.trace.name: r for r in reps}
     # Triton 3.6's metadata.shared for matmul_kernel_descriptor_persistent (128x128x64, 2 stages, subtiled
     # epilogue): 2 x (16 KB + 16 KB) boxes + the 16 KB store staging + 2 mbarriers

@@ -88,6 +88,10 @@ REGISTER_DEVIATION_TOL = 0.35
 #: kernels that are microbenchmarks, not suite cases: run by `validate collect` (micro) and `validate calibrate`
 MICRO_KERNEL_FILES = ["kernels/pointer_chase.py"]
 
+#: kernels users already have, as their sources write them (numba-cuda's documentation examples): checked against
+#: numpy and numba's simulator by the tests, not (yet) cases of the hardware suite
+EXAMPLE_KERNEL_FILES = sorted(f"kernels/{p.name}" for p in (Path(__file__).resolve().parents[2] / "kernels").glob("nb_*.py"))
+
 MM_CONFIGS = {
     # name: (BM, BN, BK, num_warps, num_stages): the Hopper config of the Triton tutorial and a small one
     "128x128x64": (128, 128, 64, 8, 3),
