@@ -24,6 +24,7 @@ BASE = {"gpusim.errors", "gpusim.config", "gpusim._host", "gpusim.progress", "gp
 FRONT_ENDS = {"gpusim.cuda", "gpusim.triton"}
 MAY_IMPORT: dict[str, set[str]] = {
     **{p: set() for p in BASE},
+    "gpusim.config": {"gpusim.errors"},                          # its ConfigError is a GpusimError
     "gpusim.occupancy": {"gpusim.config", "gpusim.errors"},      # the occupancy calculator: arithmetic on a config
     "gpusim.trace": BASE,
     "gpusim.cuda": BASE | {"gpusim.trace"},
