@@ -195,10 +195,13 @@ def _candidates(objs, depth: int = 3):
         seen.add(id(o))
         yield o
         if d < depth:
-            if isinstance(o, (list, tuple)):
-                stack.extend((x, d + 1) for x in o)
-            elif isinstance(o, dict):
-                stack.extend((x, d + 1) for x in o.values())
+            try:
+                if isinstance(o, (list, tuple)):
+                    stack.extend((x, d + 1) for x in o)
+                elif isinstance(o, dict):
+                    stack.extend((x, d + 1) for x in o.values())
+            except (ReferenceError, RuntimeError):      # a dead weak proxy; a dict changing size under us
+                continue
 
 
 def _scan(objs, addr, torch):
