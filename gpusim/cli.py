@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import ctypes.util
 import difflib
 import importlib.util
 import inspect
@@ -95,6 +97,39 @@ class _UserCode:
         raise err from exc
 
 
+_NUMBA_CUDA_MODULES = ("numba.cuda", "numba.cuda.random", "numba.cuda.types", "numba.cuda.cg")
+
+
+@contextlib.contextmanager
+def _numba_cuda_is_gpusim():
+    """Without a CUDA driver, numba-cuda's host API (``cuda.to_device``, ``create_xoroshiro128p_states``, eager
+    signatures) cannot run, so a kernel file's ``from numba import cuda`` gets ``gpusim.cuda`` while it is imported,
+    as ``NUMBA_ENABLE_CUDASIM=1`` hands it numba's own simulator.  With a driver, or without numba, nothing changes."""
+    if ctypes.util.find_library("cuda") is not None or importlib.util.find_spec("numba") is None:
+        yield
+        return
+    import numba
+    from . import cuda as gcuda
+    missing = object()
+    saved = {k: sys.modules.get(k, missing) for k in _NUMBA_CUDA_MODULES}
+    attr = numba.__dict__.get("cuda", missing)
+    sys.modules.update({"numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
+                        "numba.cuda.cg": gcuda.cg})
+    numba.cuda = gcuda
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is missing:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+        if attr is missing:
+            numba.__dict__.pop("cuda", None)
+        else:
+            numba.cuda = attr
+
+
 def load_kernel_file(path: str):
     """Import a kernel file by path as a module (its name derived from the file name).
 
@@ -111,7 +146,7 @@ def load_kernel_file(path: str):
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     try:
-        with _UserCode(str(p)):
+        with _UserCode(str(p)), _numba_cuda_is_gpusim():
             spec.loader.exec_module(mod)
     except BaseException:
         sys.modules.pop(name, None)

@@ -43,3 +43,22 @@ def test_collected_kernel_matches_reference(stem, kw, needs):
     assert checks, "the launch names outputs to check"
     for key, err, ok in checks:
         assert ok, f"{stem} {kw}: output {key} differs from the numpy reference (max abs error {err:.3g})"
+
+
+@pytest.mark.parametrize("stem,params", [("nb_montecarlo", ["nsamps=256"]), ("nb_grid_sync", []),
+                                         ("nb_cpointer", [])])
+def test_cli_runs_numba_examples_with_numba_installed_and_no_driver(stem, params):
+    """With numba-cuda installed but no CUDA driver, ``gpusim run`` gives the file gpusim.cuda for numba.cuda, so
+    the examples' host calls (create_xoroshiro128p_states, to_device, eager signatures) run simulated."""
+    import ctypes.util
+    import subprocess
+    import sys
+    pytest.importorskip("numba")
+    if ctypes.util.find_library("cuda") is not None:
+        pytest.skip("a CUDA driver is present: the real numba-cuda runs these files")
+    cmd = [sys.executable, "-m", "gpusim.cli", "run", str(KERNELS / f"{stem}.py")]
+    for p in params:
+        cmd += ["-p", p]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "matches the numpy reference" in r.stdout and "differs" not in r.stdout
