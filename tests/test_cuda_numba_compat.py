@@ -353,16 +353,24 @@ def test_unsupported_constructs_name_file_line_and_fix():
 
 
 # ---- numba-cuda's documentation examples, unchanged (sizes reduced where the example is large) -------------------
+# The kernels are the ones in kernels/nb_*.py (no second copy of a kernel): each file is loaded as ``gpusim run``
+# loads it, its ``numba.cuda`` being gpusim.cuda where no CUDA driver is present.
+
+def _doc_kernel_path(stem: str) -> Path:
+    return ROOT / "kernels" / f"{stem}.py"
+
+
+def _doc_kernels(stem: str):
+    """kernels/<stem>.py, imported afresh (its module globals, e.g. a device array, start from the file's values)."""
+    from gpusim.cli import load_kernel_file
+    mod = load_kernel_file(str(_doc_kernel_path(stem)))
+    if mod.cuda is not cuda:
+        pytest.skip(f"{stem}.py's numba.cuda is numba's own here (a CUDA driver is present), not gpusim.cuda")
+    return mod
+
 
 def test_doc_vecadd():
-    @cuda.jit
-    def f(a, b, c):
-        # like threadIdx.x + (blockIdx.x * blockDim.x)
-        tid = cuda.grid(1)
-        size = len(c)
-
-        if tid < size:
-            c[tid] = a[tid] + b[tid]
+    f = _doc_kernels("nb_vecadd").f
 
     np.random.seed(1)
     N = 100000
@@ -379,17 +387,7 @@ def test_doc_vecadd():
 
 
 def test_doc_matmul_naive_and_shared():
-    from gpusim.cuda import float32
-
-    @cuda.jit
-    def matmul(A, B, C):
-        """Perform square matrix multiplication of C = A * B."""
-        i, j = cuda.grid(2)
-        if i < C.shape[0] and j < C.shape[1]:
-            tmp = 0.0
-            for k in range(A.shape[1]):
-                tmp += A[i, k] * B[k, j]
-            C[i, j] = tmp
+    matmul = _doc_kernels("nb_matmul").matmul
 
     x_h = np.arange(16).reshape([4, 4])
     y_h = np.ones([4, 4])
@@ -399,33 +397,9 @@ def test_doc_matmul_naive_and_shared():
     matmul[blockspergrid, threadsperblock](cuda.to_device(x_h), cuda.to_device(y_h), z_d)
     assert np.all(z_d.copy_to_host() == x_h @ y_h)
 
-    TPB = 16
-
-    @cuda.jit
-    def fast_matmul(A, B, C):
-        sA = cuda.shared.array(shape=(TPB, TPB), dtype=float32)
-        sB = cuda.shared.array(shape=(TPB, TPB), dtype=float32)
-
-        x, y = cuda.grid(2)
-
-        tx = cuda.threadIdx.x
-        ty = cuda.threadIdx.y
-        bpg = cuda.gridDim.x  # blocks per grid
-
-        tmp = float32(0.0)
-        for i in range(bpg):
-            sA[ty, tx] = 0
-            sB[ty, tx] = 0
-            if y < A.shape[0] and (tx + i * TPB) < A.shape[1]:
-                sA[ty, tx] = A[y, tx + i * TPB]
-            if x < B.shape[1] and (ty + i * TPB) < B.shape[0]:
-                sB[ty, tx] = B[ty + i * TPB, x]
-            cuda.syncthreads()
-            for j in range(TPB):
-                tmp += sA[ty, j] * sB[j, tx]
-            cuda.syncthreads()
-        if y < C.shape[0] and x < C.shape[1]:
-            C[y, x] = tmp
+    shared = _doc_kernels("nb_matmul_shared")
+    fast_matmul, TPB = shared.fast_matmul, shared.TPB
+    assert TPB == 16
 
     for xs, ys in (((4, 4), (4, 4)), ((5, 23), (23, 7))):
         x_h = np.arange(int(np.prod(xs))).reshape(xs)
@@ -440,87 +414,25 @@ def test_doc_matmul_naive_and_shared():
 
 
 def test_doc_reduction():
-    from gpusim.cuda.types import int32
+    red = _doc_kernels("nb_reduction")
+    array_sum = red.array_sum
 
     a = cuda.to_device(np.arange(1024))
     nelem = len(a)
-
-    @cuda.jit
-    def array_sum(data):
-        tid = cuda.threadIdx.x
-        size = len(data)
-        if tid < size:
-            i = cuda.grid(1)
-
-            # Declare an array in shared memory
-            shr = cuda.shared.array(nelem, int32)
-            shr[tid] = data[i]
-
-            cuda.syncthreads()
-
-            s = 1
-            while s < cuda.blockDim.x:
-                if tid % (2 * s) == 0:
-                    shr[tid] += shr[tid + s]
-                s *= 2
-                cuda.syncthreads()
-
-            if tid == 0:
-                data[tid] = shr[tid]
-
+    assert red.nelem == nelem
     array_sum[1, nelem](a)
     np.testing.assert_equal(a[0], sum(np.arange(1024)))
 
 
 def test_doc_laplace_grid_sync():
+    solve_heat_equation = _doc_kernels("nb_laplace").solve_heat_equation
+
     size = 1001
     data = np.zeros(size)
     data[500] = 10000
     buf_0 = cuda.to_device(data)
     buf_1 = cuda.device_array_like(buf_0)
     niter = 400                                      # the example's 10000 takes ~6 s here; the physics is the same
-
-    @cuda.jit
-    def solve_heat_equation(buf_0, buf_1, timesteps, k):
-        i = cuda.grid(1)
-
-        # Don't continue if our index is outside the domain
-        if i >= len(buf_0):
-            return
-
-        # Prepare to do a grid-wide synchronization later
-        grid = cuda.cg.this_grid()
-
-        for step in range(timesteps):
-            # Select the buffer from the previous timestep
-            if (step % 2) == 0:
-                data = buf_0
-                next_data = buf_1
-            else:
-                data = buf_1
-                next_data = buf_0
-
-            # Get the current temperature associated with this point
-            curr_temp = data[i]
-
-            # Apply formula from finite difference equation
-            if i == 0:
-                # Left wall is held at T = 0
-                next_temp = curr_temp + k * (data[i + 1] - (2 * curr_temp))
-            elif i == len(data) - 1:
-                # Right wall is held at T = 0
-                next_temp = curr_temp + k * (data[i - 1] - (2 * curr_temp))
-            else:
-                # Interior points are a weighted average of their neighbors
-                next_temp = curr_temp + k * (
-                    data[i - 1] - (2 * curr_temp) + data[i + 1]
-                )
-
-            # Write new value to the next buffer
-            next_data[i] = next_temp
-
-            # Wait for every thread to write before moving on
-            grid.sync()
 
     solve_heat_equation.forall(len(data))(buf_0, buf_1, niter, 0.25)
     results = buf_1.copy_to_host()
@@ -533,33 +445,12 @@ def test_doc_laplace_grid_sync():
 
 
 def test_doc_montecarlo():
-    numba = pytest.importorskip("numba")
-    from gpusim.cuda.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
+    mc = _doc_kernels("nb_montecarlo")
+    mc_integrator_kernel, sum_reduce = mc.mc_integrator_kernel, mc.sum_reduce
+    create_xoroshiro128p_states = mc.create_xoroshiro128p_states
 
     # number of samples, higher will lead to a more accurate answer
     nsamps = 1000000
-
-    @cuda.jit
-    def mc_integrator_kernel(out, rng_states, lower_lim, upper_lim):
-        size = len(out)
-
-        gid = cuda.grid(1)
-        if gid < size:
-            # draw a sample between 0 and 1 on this thread
-            samp = xoroshiro128p_uniform_float32(rng_states, gid)
-
-            # normalize this sample to the limit range
-            samp = samp * (upper_lim - lower_lim) + lower_lim
-
-            # evaluate the function to be
-            # integrated at the normalized
-            # value of the sample
-            y = func(samp)
-            out[gid] = y
-
-    @cuda.reduce
-    def sum_reduce(a, b):
-        return a + b
 
     def mc_integrate(lower_lim, upper_lim, nsamps):
         out = cuda.to_device(np.zeros(nsamps, dtype="float32"))
@@ -567,10 +458,6 @@ def test_doc_montecarlo():
         mc_integrator_kernel.forall(nsamps)(out, rng_states, lower_lim, upper_lim)
         factor = (upper_lim - lower_lim) / (nsamps - 1)
         return sum_reduce(out) * factor
-
-    @numba.jit
-    def func(x):
-        return 1.0 / x
 
     r1, r2 = mc_integrate(1, 2, nsamps), mc_integrate(2, 3, nsamps)
     # the values the example prints on a GPU (same seed, same streams, float32 sums)
@@ -580,24 +467,8 @@ def test_doc_montecarlo():
 
 
 def test_doc_random_3d_grid():
-    from gpusim.cuda.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
-
-    @cuda.jit
-    def random_3d(arr, rng_states):
-        # Per-dimension thread indices and strides
-        startx, starty, startz = cuda.grid(3)
-        stridex, stridey, stridez = cuda.gridsize(3)
-
-        # Linearized thread index
-        tid = (startz * stridey * stridex) + (starty * stridex) + startx
-
-        # Use strided loops over the array to assign a random value to each entry
-        for i in range(startz, arr.shape[0], stridez):
-            for j in range(starty, arr.shape[1], stridey):
-                for k in range(startx, arr.shape[2], stridex):
-                    arr[i, j, k] = xoroshiro128p_uniform_float32(
-                        rng_states, tid
-                    )
+    from gpusim.cuda.random import create_xoroshiro128p_states
+    random_3d = _doc_kernels("nb_random").random_3d
 
     X, Y, Z = 70, 90, 72                              # the example's 701 x 900 x 719 is 1.8 GB of float32
     bx, by, bz = 8, 8, 8
@@ -615,7 +486,10 @@ def test_doc_random_3d_grid():
 
 
 def test_doc_sessionize():
-    session_timeout = np.int64(np.timedelta64("3600", "s"))
+    sess = _doc_kernels("nb_sessionize")
+    sessionize = sess.sessionize
+    assert sess.session_timeout == np.int64(np.timedelta64("3600", "s"))
+
     ids = cuda.to_device(np.array([1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4,
                                    4]))
     sec = cuda.to_device(np.array([1, 2, 3, 5000, 5001, 5002, 1, 2, 3, 1, 2, 5000, 5001, 10000, 10001, 10002, 10003,
@@ -623,56 +497,13 @@ def test_doc_sessionize():
                                   dtype="datetime64[ns]").astype("int64"))
     results = cuda.to_device(np.zeros(len(ids)))
 
-    @cuda.jit
-    def sessionize(user_id, timestamp, results):
-        gid = cuda.grid(1)
-        size = len(user_id)
-
-        if gid >= size:
-            return
-
-        # Determine session boundaries
-        is_first_datapoint = gid == 0
-        if not is_first_datapoint:
-            new_user = user_id[gid] != user_id[gid - 1]
-            timed_out = (
-                timestamp[gid] - timestamp[gid - 1] > session_timeout
-            )
-            is_sess_boundary = new_user or timed_out
-        else:
-            is_sess_boundary = True
-
-        # Determine session labels
-        if is_sess_boundary:
-            # This thread marks the start of a session
-            results[gid] = gid
-
-            # Make sure all session boundaries are written
-            # before populating the session id
-            grid = cuda.cg.this_grid()
-            grid.sync()
-
-            look_ahead = 1
-            # Check elements 'forward' of this one
-            # until a new session boundary is found
-            while results[gid + look_ahead] == 0:
-                results[gid + look_ahead] = gid
-                look_ahead += 1
-                # Avoid out-of-bounds accesses by the last thread
-                if gid + look_ahead == size - 1:
-                    results[gid + look_ahead] = gid
-                    break
-
     sessionize.forall(len(ids))(ids, sec, results)
     expect = [0, 0, 0, 3, 3, 3, 6, 6, 6, 9, 9, 11, 11, 13, 13, 13, 13, 17, 18, 19, 20, 21, 21, 23, 24, 24, 24, 24]
     np.testing.assert_equal(expect, results.copy_to_host())
 
 
 def test_doc_ufunc():
-    @cuda.jit
-    def f(r, x):
-        # Compute sin(x) with result written to r
-        np.sin(x, r)
+    f = _doc_kernels("nb_ufunc").f
 
     x = np.arange(10, dtype=np.float32) - 5
     r = np.zeros_like(x)
@@ -681,24 +512,13 @@ def test_doc_ufunc():
 
 
 def test_doc_cpu_gpu_compat():
-    numba = pytest.importorskip("numba")
-    from math import pi
+    compat = _doc_kernels("nb_cpu_gpu_compat")
+    business_logic, f = compat.business_logic, compat.f
 
     X = cuda.to_device([1, 10, 234])
     Y = cuda.to_device([2, 2, 4014])
     Z = cuda.to_device([3, 14, 2211])
     results = cuda.to_device([0.0, 0.0, 0.0])
-
-    @numba.jit
-    def business_logic(x, y, z):
-        return 4 * z * (2 * x - (4 * y) / 2 * pi)
-
-    @cuda.jit
-    def f(res, xarr, yarr, zarr):
-        tid = cuda.grid(1)
-        if tid < len(xarr):
-            # The function decorated with numba.jit may be directly reused
-            res[tid] = business_logic(xarr[tid], yarr[tid], zarr[tid])
 
     f.forall(len(X))(results, X, Y, Z)
     expect = [business_logic(x, y, z) for x, y, z in zip(X, Y, Z)]
@@ -706,25 +526,8 @@ def test_doc_cpu_gpu_compat():
 
 
 def test_doc_cg_grid_sync():
-    from gpusim.cuda import int32
-
-    sig = (int32[:, ::1],)
-
-    @cuda.jit(sig)
-    def sequential_rows(M):
-        col = cuda.grid(1)
-        g = cuda.cg.this_grid()
-
-        rows = M.shape[0]
-        cols = M.shape[1]
-
-        for row in range(1, rows):
-            opposite = cols - col - 1
-            # Each row's elements are one greater than the previous row
-            M[row, col] = M[row - 1, opposite] + 1
-            # Wait until all threads have written their column element,
-            # and that the write is visible to all other threads
-            g.sync()
+    cg = _doc_kernels("nb_grid_sync")
+    sequential_rows, sig = cg.sequential_rows, cg.sig
 
     A = np.zeros((1024, 1024), dtype=np.int32)
     blockdim = 32
@@ -752,13 +555,9 @@ def test_doc_examples_record_traces_in_a_session():
 
 
 def test_doc_globals_device_array_captured_by_pointer():
-    PRICES = cuda.to_device(np.array([10.0, 25.0, 5.0, 15.0, 30.0], dtype=np.float32))
-
-    @cuda.jit
-    def compute_totals(quantities, totals):
-        i = cuda.grid(1)
-        if i < totals.size:
-            totals[i] = quantities[i] * PRICES[i]
+    glob = _doc_kernels("nb_globals_device_array")
+    PRICES, compute_totals = glob.PRICES, glob.compute_totals
+    np.testing.assert_allclose(PRICES.copy_to_host(), [10.0, 25.0, 5.0, 15.0, 30.0])
 
     d_quantities = cuda.to_device(np.array([1.0, 1.0, 1.0, 1.0, 1.0], dtype=np.float32))
     d_totals = cuda.device_array(5, dtype=np.float32)
@@ -770,15 +569,7 @@ def test_doc_globals_device_array_captured_by_pointer():
 
 
 def test_doc_cpointer():
-    from gpusim.cuda import types
-
-    sig = types.void(types.CPointer(types.uint8), types.uint32)
-
-    @cuda.jit(sig)
-    def add_one(x, n):
-        i = cuda.grid(1)
-        if i < n:
-            x[i] += 1
+    add_one = _doc_kernels("nb_cpointer").add_one
 
     x = cuda.to_device(np.arange(10, dtype=np.uint8))
     x_ptr = x.__cuda_array_interface__["data"][0]
@@ -791,17 +582,36 @@ def test_doc_cpointer():
         add_one[1, 32](h.__array_interface__["data"][0], 10)      # a host pointer is not device memory
 
 
-def test_foreign_functions_are_refused_with_the_fix():
-    mul = cuda.declare_device("mul_f32_f32", "float32(float32, float32)", link="functions.cu")
+def _doc_kernels_without_numba(stem: str):
+    """kernels/<stem>.py imported with numba made unimportable, so that it takes gpusim's front end (its
+    ``except ImportError`` branch).  nb_ffi.py needs this: with numba-cuda installed, its ``import
+    numba.cuda.tests.doc_examples`` (to find functions.cu) recurses in numba-cuda's import redirector while
+    ``numba.cuda`` is gpusim.cuda, as under ``load_kernel_file``."""
+    import importlib.util
+    path = _doc_kernel_path(stem)
+    name = f"gpusim_test_doc_{stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    hidden = [k for k in sys.modules if k == "numba" or k.startswith("numba.")]
+    saved = {k: sys.modules[k] for k in hidden}
+    sys.modules.update({k: None for k in hidden})
+    sys.modules["numba"] = None
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        for k in hidden + ["numba"]:
+            sys.modules.pop(k, None)
+        sys.modules.update(saved)
+    assert mod.cuda is cuda
+    return mod
 
-    @cuda.jit
-    def multiply_vectors(r, x, y):
-        i = cuda.grid(1)
-        if i < len(r):
-            r[i] = mul(x[i], y[i])
+
+def test_foreign_functions_are_refused_with_the_fix():
+    ffi = _doc_kernels_without_numba("nb_ffi")
+    multiply_vectors = ffi.multiply_vectors
 
     with pytest.raises(UnsupportedConstruct) as e:
         multiply_vectors[1, 32](np.zeros(4, np.float32), np.ones(4, np.float32), np.ones(4, np.float32))
     msg = str(e.value)
     assert "mul_f32_f32" in msg and "functions.cu" in msg and "@cuda.jit(device=True)" in msg
-    assert f"{__file__}:" in msg and "multiply_vectors" in msg
+    assert f"{_doc_kernel_path('nb_ffi')}:" in msg and "multiply_vectors" in msg
