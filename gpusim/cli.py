@@ -116,9 +116,12 @@ def _numba_cuda_is_gpusim():
     sys.modules.update({"numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
                         "numba.cuda.cg": gcuda.cg})
     numba.cuda = gcuda
+    guard = _NoOtherNumbaCuda()
+    sys.meta_path.insert(0, guard)
     try:
         yield
     finally:
+        sys.meta_path.remove(guard)
         for k, v in saved.items():
             if v is missing:
                 sys.modules.pop(k, None)
@@ -128,6 +131,16 @@ def _numba_cuda_is_gpusim():
             numba.__dict__.pop("cuda", None)
         else:
             numba.cuda = attr
+
+
+class _NoOtherNumbaCuda:
+    """While ``gpusim.cuda`` stands in for ``numba.cuda``, numba-cuda's other submodules are not importable (an
+    ImportError, which a kernel file can catch, instead of numba-cuda's import redirector looping)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("numba.cuda.") and name not in _NUMBA_CUDA_MODULES:
+            raise ImportError(f"{name}: not available without a CUDA driver (gpusim.cuda stands in for numba.cuda)")
+        return None
 
 
 def load_kernel_file(path: str):
