@@ -8,7 +8,11 @@ offsets* into a ``Buffer`` (one kernel argument's memory), with a fake device ad
 
 Here, kept together because the tensor's operators and methods call them: ``ST`` (the ``State`` executing),
 operand conversion and promotion, binary / unary ops, views (expand_dims, broadcast_to, reshape, permute),
-casts, branch conditions.  Below: ``_dtypes`` (re-exported: ops read ``C.int32``), ``_state``, ``_buffers``.
+casts (the int64 -> pointer casts of pointer tables included: ``cast`` dispatches to them and they build
+tensors over the executing ``State``'s buffers), branch conditions.  Why one module of ~800 lines: each of these
+reads ``ST`` and builds ``tensor``s, and ``tensor``'s dunder methods call them back; split out, each part would
+import this module and this module would import it (a cycle), or need them injected at import time.  Below:
+``_dtypes`` (re-exported: ops read ``C.int32``), ``_state``, ``_buffers``.
 """
 from __future__ import annotations
 
