@@ -95,6 +95,16 @@ class Report:
     # choices gpusim made for the user (a default taken, a value capped, a feature ignored), one sentence each;
     # gathered from the config, the trace (KernelTrace.notes) and the engine; printed under "notes:"
     notes: list[str] = field(default_factory=list)
+    # the last ``explain()``'s result (small: records, no trace); to_dict/to_json and the HTML page carry it
+    explanation: "Explanation | None" = field(default=None, repr=False)
+
+    def explain(self, policy: str | None = None, progress=None) -> "Explanation":
+        """The causes of this kernel's lost cycles, ranked, each quantified by re-simulating the recorded trace on
+        an idealized chip (``gpusim.timing.counterfactual``), and the limiter named (see ``explain_report``).
+        Computed afresh at every call (each replay is deterministic) and kept in ``self.explanation``.
+        ``policy``: the warp-scheduler policy the report was simulated with, if not the preset's."""
+        self.explanation = explain_report(self, policy=policy, progress=progress)
+        return self.explanation
 
     def note(self, text: str) -> None:
         """Add a note (duplicates dropped)."""
@@ -126,6 +136,7 @@ class Report:
             "context": self.context,
             "notes": list(self.notes),
             "config": self.config.to_dict() if self.config is not None else None,
+            **({"explanation": self.explanation.to_dict()} if self.explanation is not None else {}),
         }
 
     def to_json(self, **kw) -> str:
@@ -289,4 +300,212 @@ def format_report(r: Report) -> str:
     if r.context.get("wall_s"):
         rate = r.context.get("sim_inst_per_s") or 0
         lines.append(f"\nsimulated in {r.context['wall_s']:.2f} s ({rate / 1e3:,.0f} K warp-instructions/s)")
+    return "\n".join(lines)
+
+
+# ---- explain: the causes of lost cycles, from counterfactual replays ------------------------------------------
+
+#: a saving below this share of the cycles (percent) names no limiter
+SIGNIFICANT_PCT = 10.0
+#: occupancy is named over latency when more resident warps recover at least this share of what zero latency
+#: recovers (more warps in flight is how a GPU hides latency)
+OCCUPANCY_OVER_LATENCY = 0.5
+
+
+@dataclass
+class Explanation:
+    """What ``Report.explain()`` found for one kernel launch.
+
+    ``records`` (also what iterating gives), in the order printed: the kernel's own causes ranked by saving, then
+    the chip's limits ranked by saving, then the causes that do not apply.  Each record is a dict: ``key`` (see
+    ``gpusim.timing.counterfactual.IDEALS``), ``cause`` (printed "without <cause>"), ``kind`` ("kernel" |
+    "chip"), ``applicable``, ``cycles_without`` (SM cycles on the idealized chip; the kernel's cycles when not
+    applicable), ``saving_cycles``, ``saving_pct`` (of the kernel's cycles; negative = the ideal ran slower; 0
+    when not applicable), ``rank`` (1 = largest saving in its kind; None when not applicable), ``how`` (what
+    the replay changed, or why it does not apply), ``replay_s`` (host seconds).  ``limiter`` is one of
+    "compute", "DRAM bandwidth", "latency", "occupancy", with ``limiter_why`` the evidence in one sentence.
+    """
+
+    kernel: str
+    gpu: str
+    cycles: float
+    records: list[dict[str, Any]]
+    limiter: str
+    limiter_why: str
+    units_busy_pct: dict[str, float] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    def __iter__(self):
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, i):
+        return self.records[i]
+
+    def record(self, key: str) -> dict[str, Any]:
+        """The record of one idealization by its key ("coalescing", "bank_conflicts", ...)."""
+        for r in self.records:
+            if r["key"] == key:
+                return r
+        raise KeyError(key)
+
+    def ranked(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """The applicable records (of ``kind`` if given), largest saving first."""
+        return [r for r in self.records if r["applicable"] and (kind is None or r["kind"] == kind)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "gpu": self.gpu, "cycles": self.cycles, "limiter": self.limiter,
+                "limiter_why": self.limiter_why, "records": [dict(r) for r in self.records],
+                "units_busy_pct": dict(self.units_busy_pct), "wall_s": self.wall_s}
+
+    def __str__(self) -> str:
+        return format_explanation(self)
+
+
+def sm_units_busy(rep: Report) -> dict[str, float]:
+    """Busy share (%) of each SM unit over the kernel's run (its cycles after the launch overhead and before the
+    drain), averaged over the SMs and their sub-partitions: the warp schedulers' issue slots, each pipe (warp
+    instructions x clocks each takes on a sub-partition's share of the pipe), the tensor cores (MMA FLOP at the
+    preset's rate) and the L1/shared data stage (shared wavefronts + L1 sectors / 4, one 128 B wavefront per
+    clock).  The largest is the SM's busiest unit (Nsight Compute's "SM throughput" in spirit)."""
+    tr, gpu, res = rep.trace, rep.config, rep.engine
+    sm = gpu.sm
+    run = max(1.0, float(res.cycles) - res.launch_overhead_cycles - gpu.chip.drain_cycles)
+    n_sm = gpu.chip.sm_count
+    slots = n_sm * sm.subpartitions * run
+    c = trace_counts(tr)
+    out = {"issue slots": 100.0 * c["inst"] / (slots * sm.issue_per_clk)}
+    for pipe, n in sorted(c["per_pipe"].items()):
+        if pipe == "tensor" or pipe not in sm.pipe_lanes_per_clk:
+            continue
+        lanes = sm.pipe_lanes_per_clk[pipe] / sm.subpartitions
+        out[f"{pipe} pipe"] = 100.0 * n * max(1.0, sm.warp_size / lanes) / sm.issue_per_clk / slots
+    rates = gpu.tensor.flops_per_clk_per_sm
+    tensor_clk = 0.0
+    for t in tr.tables:
+        for i, op in enumerate(t.ops):
+            if op.kind == OpKind.MMA:
+                warps = t.n_warps if t.active is None else int(np.count_nonzero(t.active[i]))
+                tensor_clk += op.flops * warps / rates.get(op.mma_dtype, rates["fp16"])
+    if tensor_clk:
+        out["tensor cores"] = 100.0 * tensor_clk / (n_sm * run)
+    mem = res.memory
+    wavefronts = c["shld_wavefronts"] + c["shst_wavefronts"] + (mem["l1_ld_sectors"] + mem["l1_st_sectors"]) / 4
+    if wavefronts:
+        out["L1/shared data stage"] = 100.0 * wavefronts / (n_sm * run)
+    return out
+
+
+def _limiter(rep: Report, saving: dict[str, float | None], units: dict[str, float]) -> tuple[str, str]:
+    """Name the limiter from the savings (percent; None = not applicable) and the report's counters.
+
+    Each limiter scores the savings that speak for it: DRAM bandwidth the unlimited-DRAM replay, latency the
+    zero-latency replay, occupancy the larger of unlimited occupancy and no partial last wave (the SMs' warp slots
+    not filled), compute the larger of no bank conflicts and no divergence (SM throughput spent on conflict
+    wavefronts or masked lanes).  The largest score names the limiter, with occupancy preferred to latency when it
+    recovers at least ``OCCUPANCY_OVER_LATENCY`` of it; when no score reaches ``SIGNIFICANT_PCT`` the kernel is
+    bound inside the SM: compute (its busiest unit quoted), or latency when the launch overhead and drain are
+    most of its cycles."""
+    def s(k: str) -> float:
+        v = saving.get(k)
+        return 0.0 if v is None else v
+
+    occ_key = "occupancy" if s("occupancy") >= s("tail_wave") else "tail_wave"
+    score = {"DRAM bandwidth": s("dram_bandwidth"), "latency": s("memory_latency"),
+             "occupancy": s(occ_key), "compute": max(s("bank_conflicts"), s("divergence"))}
+    best = max(score, key=lambda k: score[k])
+    if best == "latency" and score["occupancy"] >= SIGNIFICANT_PCT and \
+            score["occupancy"] >= OCCUPANCY_OVER_LATENCY * score["latency"]:
+        best = "occupancy"
+    busiest = max(units, key=lambda k: units[k]) if units else "issue slots"
+    busy = units.get(busiest, 0.0)
+    if score[best] >= SIGNIFICANT_PCT:
+        v = score[best]
+        if best == "DRAM bandwidth":
+            return best, (f"unlimited DRAM bandwidth saves {v:.0f}% (DRAM at {rep.get('dram_bandwidth_pct_of_peak', 0):.0f}"
+                          f"% of peak)")
+        if best == "latency":
+            return best, (f"zero memory latency saves {v:.0f}%; unlimited DRAM bandwidth {score['DRAM bandwidth']:.0f}%, "
+                          f"achieved occupancy {rep.get('occupancy_achieved_pct', 0):.0f}%")
+        if best == "occupancy":
+            if occ_key == "occupancy":
+                return best, (f"occupancy unlimited by {rep.get('occupancy_limiter', '?').replace('_', ' ')} saves "
+                              f"{v:.0f}% (theoretical occupancy {rep.get('occupancy_theoretical_pct', 0):.1f}%; "
+                              f"zero memory latency {score['latency']:.0f}%)")
+            return best, (f"the grid's {rep.get('waves', 0):.2f} waves leave CTA slots empty: whole waves save "
+                          f"{v:.0f}%")
+        what = "bank conflicts" if s("bank_conflicts") >= s("divergence") else "divergence"
+        return best, f"removing {what} saves {v:.0f}% (SM throughput); busiest SM unit: {busiest} {busy:.0f}% busy"
+    fixed = rep.engine.launch_overhead_cycles + rep.config.chip.drain_cycles
+    fixed_pct = 100.0 * fixed / max(1.0, float(rep.engine.cycles))
+    if fixed_pct >= 50.0 and busy < 50.0:
+        return "latency", (f"launch overhead and drain are {fixed_pct:.0f}% of the cycles; no idealization saves "
+                           f"{SIGNIFICANT_PCT:.0f}%")
+    return "compute", (f"no memory or occupancy idealization saves {SIGNIFICANT_PCT:.0f}%; busiest SM unit: "
+                       f"{busiest} {busy:.0f}% busy")
+
+
+def explain_report(rep: Report, policy: str | None = None, progress=None) -> Explanation:
+    """Re-simulate ``rep``'s trace on every idealized chip of ``gpusim.timing.counterfactual`` and rank the
+    causes (see ``Explanation``).  Needs the report's trace, engine result and config (a report built by
+    ``build_report``; one read back from JSON has none)."""
+    import time
+
+    from .errors import GpusimError
+    from .timing.counterfactual import counterfactuals
+
+    if rep.trace is None or rep.engine is None or rep.config is None:
+        raise GpusimError(f"report of kernel {rep.kernel!r} carries no trace to re-simulate (explain needs a "
+                          f"report from gpusim.simulate / simulate_launch, not one read back from JSON)")
+    t0 = time.perf_counter()
+    base = float(rep.engine.cycles)
+    cfs = counterfactuals(rep.trace, rep.config, policy=policy, progress=progress)
+    records = []
+    saving: dict[str, float | None] = {}
+    for cf in cfs:
+        without = base if cf.cycles is None else float(cf.cycles)
+        pct = 100.0 * (base - without) / base if base else 0.0
+        saving[cf.key] = pct if cf.applicable else None
+        records.append({"key": cf.key, "cause": cf.cause, "kind": cf.kind, "applicable": cf.applicable,
+                        "cycles_without": without, "saving_cycles": base - without, "saving_pct": pct,
+                        "rank": None, "how": cf.how, "replay_s": cf.replay_s})
+    ordered = []
+    for kind in ("kernel", "chip"):
+        group = sorted((r for r in records if r["applicable"] and r["kind"] == kind),
+                       key=lambda r: -r["saving_cycles"])           # stable: ties keep the IDEALS order
+        for i, r in enumerate(group):
+            r["rank"] = i + 1
+        ordered += group
+    ordered += [r for r in records if not r["applicable"]]
+    units = sm_units_busy(rep)
+    limiter, why = _limiter(rep, saving, units)
+    return Explanation(kernel=rep.kernel, gpu=rep.gpu, cycles=base, records=ordered, limiter=limiter,
+                       limiter_why=why, units_busy_pct=units, wall_s=time.perf_counter() - t0)
+
+
+def format_explanation(e: Explanation) -> str:
+    """The explanation as text: the limiter, then "without X: N cycles (-Y%)" lines ranked by saving."""
+    n_replays = sum(1 for r in e.records if r["applicable"])
+    lines = [f"explain {e.kernel} on {e.gpu}: {e.cycles:,.0f} cycles "
+             f"({n_replays} idealized replays in {e.wall_s:.1f} s)",
+             f"  limiter: {e.limiter} -- {e.limiter_why}"]
+    width = max([len(r["cause"]) for r in e.records if r["applicable"]] + [10])
+
+    def line(r) -> str:
+        pct = -r["saving_pct"]
+        return (f"    without {r['cause'] + ':':<{width + 1}} {r['cycles_without']:>12,.0f} cycles "
+                f"({pct:+.1f}%)   {r['how']}")
+
+    for kind, title in (("kernel", "causes in the kernel (re-simulated without each, largest saving first):"),
+                        ("chip", "limits of the chip:")):
+        group = e.ranked(kind)
+        if group:
+            lines.append(f"  {title}")
+            lines.extend(line(r) for r in group)
+    na = [r for r in e.records if not r["applicable"]]
+    if na:
+        lines.append("  not applicable:")
+        lines.extend(f"    {r['cause']}: {r['how']}" for r in na)
     return "\n".join(lines)

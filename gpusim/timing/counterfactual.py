@@ -1,0 +1,427 @@
+"""Counterfactual replays: the same recorded trace on an idealized variant of the chip.
+
+This is the timing room's answer to "where did the cycles go?".  The front end is not re-run: the kernel's
+recorded ``KernelTrace`` is transformed (its memory requests, its shared-memory wavefronts, its grid) and/or the
+``GPUConfig`` is overridden, and the engine replays it.  The cycles an idealization saves are the cycles that
+cause cost.  Each variant removes one cause and keeps everything else as recorded:
+
+``coalescing``      perfect coalescing: every global/local memory request of a warp touches the fewest 32 B sectors
+                    and 128 B lines its active lanes' bytes need (32 lanes x 4 B: 4 sectors in 1 line).  The
+                    warp keeps the first lines it touched (so data shared between warps stays shared) and each
+                    keeps its own sectors first; a request already at the minimum, or one whose bytes are not
+                    carried by lanes (a TMA bulk copy: one lane asks for a whole box), is left as recorded.
+``bank_conflicts``  no bank conflicts: one wavefront per shared-memory request phase (the trace's
+                    ``shared_ideal_wavefronts``: 1 for a 4 B access, 2 for 8 B, 4 for 16 B).
+``divergence``      no divergence: an op a warp issues with fewer active lanes than the warp has threads costs
+                    its active fraction of issue and pipe time (``active / threads`` of its instructions), as if
+                    the threads of each side of a branch were compacted into full warps.  Memory requests and
+                    barriers are unchanged (the same bytes move; every warp still meets its barriers).
+``occupancy``       occupancy unlimited by registers and shared memory: as many CTAs per SM as the hardware's
+                    warp, thread and CTA slots allow; the L1 keeps the size the real carve-out leaves it.
+``tail_wave``       no partial last wave: the grid is rounded up to whole waves (CTAs per SM x SMs) with copies
+                    of its first CTAs whose global/local lines are moved to fresh addresses (same pattern, new data),
+                    replayed, and the time after launch overhead and before drain is scaled back by
+                    ``n_ctas / n_ctas_rounded``.  For a grid smaller than one wave this is the cost of the idle SMs.
+``dram_bandwidth``  DRAM bandwidth unlimited: 10^9 GB/s at 100 % efficiency and no row-miss cost (latency kept).
+``memory_latency``  memory latency zero: L1 hit, L2 near/far, L2 atomic and DRAM latencies 0 cycles (the crossbar
+                    keeps the engine's minimum of 1 cycle per hop; bandwidths, shared-memory latency kept).
+
+The first five are causes in the kernel (what its author can change); a variant that cannot change anything is
+*not applicable* (no replay; e.g. no shared memory, every request already minimal, full waves).  The last two are
+limits of the chip: always replayed.  Every replay is deterministic (same trace and config: the same cycles).
+Units: cycles are SM clock cycles.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import GPUConfig, load_gpu
+from ..trace import WARP, KernelTrace, MemAccess, OpKind, OpTable, Space, _POPCOUNT4
+from .engine import Engine, EngineResult
+from .occupancy import occupancy
+from .sm import _ALU, _ATOM, _LOAD, _STORE
+
+#: (key, cause as printed "without <cause>", kind): kind "kernel" = the kernel's own cause, "chip" = a limit
+IDEALS: tuple[tuple[str, str, str], ...] = (
+    ("coalescing", "uncoalesced memory access", "kernel"),
+    ("bank_conflicts", "bank conflicts", "kernel"),
+    ("divergence", "divergence", "kernel"),
+    ("occupancy", "occupancy limit (registers/shared memory)", "kernel"),
+    ("tail_wave", "partial last wave", "kernel"),
+    ("dram_bandwidth", "DRAM bandwidth limit", "chip"),
+    ("memory_latency", "memory latency", "chip"),
+)
+IDEAL_KEYS = tuple(k for k, _, _ in IDEALS)
+#: DRAM bandwidth of the "unlimited" variant (GB/s): a sector then moves in ~1e-4 cycles
+UNLIMITED_DRAM_GBPS = 1e9
+
+
+@dataclass
+class Counterfactual:
+    """One idealized replay.  ``cycles`` is None when the idealization does not apply (``how`` says why)."""
+
+    key: str
+    cause: str
+    kind: str                      # "kernel" | "chip"
+    cycles: float | None           # SM cycles of the kernel on the idealized chip (tail_wave: scaled back)
+    how: str                       # what the variant changed, or why it does not apply
+    replay_s: float = 0.0          # host seconds the replay took
+
+    @property
+    def applicable(self) -> bool:
+        return self.cycles is not None
+
+
+# ---- trace transforms --------------------------------------------------------------------------------------
+
+def _warp_threads(trace: KernelTrace, n_warps: int) -> np.ndarray:
+    """Threads of each warp of a table of ``n_warps`` warps (the last warp of a CTA may be partial)."""
+    wpc = trace.warps_per_cta
+    per_cta = np.minimum(WARP, trace.threads_per_cta - WARP * np.arange(wpc))
+    return np.tile(per_cta, n_warps // wpc).astype(np.int64)
+
+
+# a sector mask reduced or grown to c sectors, keeping its own sectors first: _FIT[mask, c]
+_FIT = np.zeros((16, 5), np.uint8)
+for _m in range(16):
+    _own = [b for b in range(4) if _m >> b & 1]
+    _other = [b for b in range(4) if not _m >> b & 1]
+    for _c in range(5):
+        _FIT[_m, _c] = sum(1 << b for b in (_own + _other)[:_c])
+
+
+def _coalesced(m: MemAccess, lanes: np.ndarray, n_inst: int) -> tuple[MemAccess, int, int] | None:
+    """The access of one global/local op with each warp at its minimum sectors and lines, with (sectors before,
+    sectors after); None when nothing changes or the op's bytes are not carried by lanes (TMA)."""
+    if m.ptr is None or m.line is None or len(m.line) == 0:
+        return None
+    lanes = lanes.astype(np.int64)
+    bpl = m.bytes_per_lane
+    if m.bytes_requested > int(lanes.sum()) * bpl * n_inst:
+        return None                                    # bulk copy: bytes not carried by the active lanes
+    spi = -(-(lanes * bpl) // 32)                      # sectors per instruction each warp needs
+    lpi = -(-spi // 4)
+    n_lines = np.diff(m.ptr)
+    pop = _POPCOUNT4[m.smask]
+    cs = np.concatenate(([0], np.cumsum(pop)))
+    have = cs[m.ptr[1:]] - cs[m.ptr[:-1]]
+    want = spi * n_inst
+    change = want < have
+    if not change.any():
+        return None
+    keep_lines = np.where(change, np.minimum(n_lines, lpi * n_inst), n_lines)
+    new_ptr = np.zeros(len(m.ptr), np.int64)
+    np.cumsum(keep_lines, out=new_ptr[1:])
+    # entries kept: the first keep_lines[w] of each warp
+    total = int(new_ptr[-1])
+    warp_of = np.repeat(np.arange(len(keep_lines)), keep_lines)
+    pos = np.arange(total) - new_ptr[:-1][warp_of]
+    src = m.ptr[:-1][warp_of] + pos
+    line = m.line[src]
+    smask = m.smask[src].copy()
+    # the changed warps' sectors spread evenly over their kept lines (at most 4 each)
+    ch = change[warp_of]
+    kl = keep_lines[warp_of]
+    q = want[warp_of] // np.maximum(kl, 1)
+    r = want[warp_of] % np.maximum(kl, 1)
+    count = np.minimum(4, q + (pos < r))
+    smask[ch] = _FIT[smask[ch], count[ch]]
+    after = int(np.where(change, want, have).sum())
+    new = MemAccess(space=m.space, bytes_per_lane=bpl, bytes_requested=m.bytes_requested, ptr=new_ptr,
+                    line=line, smask=smask)
+    return new, int(have.sum()), after
+
+
+def _active_lanes(t: OpTable, i: int) -> np.ndarray:
+    return t.lanes(i) if t.active is not None else np.full(t.n_warps, WARP, np.uint8)
+
+
+def perfectly_coalesced(trace: KernelTrace) -> tuple[KernelTrace, int, int] | None:
+    """The trace with every global/local request at its minimum sectors (see the module docstring), with the
+    sectors requested before and after; None when every request is already minimal."""
+    before = after = 0
+    tables = []
+    changed = False
+    for t in trace.tables:
+        ops = []
+        for i, op in enumerate(t.ops):
+            m = op.mem
+            if m is not None and m.space != Space.SHARED and op.kind in (
+                    OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.ASYNC_COPY):
+                res = _coalesced(m, _active_lanes(t, i), op.n_inst)
+                if res is not None:
+                    m2, b, a = res
+                    before += b
+                    after += a
+                    op = dataclasses.replace(op, mem=m2)
+                    changed = True
+            ops.append(op)
+        tables.append(dataclasses.replace(t, ops=ops))
+    if not changed:
+        return None
+    return dataclasses.replace(trace, tables=tables), before, after
+
+
+def without_bank_conflicts(trace: KernelTrace) -> tuple[KernelTrace, int, int] | None:
+    """The trace with every shared-memory request at its ideal wavefronts, with the wavefronts before and after
+    (over the warps that issue them); None when there is no conflict."""
+    before = after = 0
+    tables = []
+    changed = False
+    for t in trace.tables:
+        ops = []
+        for i, op in enumerate(t.ops):
+            m = op.mem
+            if m is not None and m.space == Space.SHARED and m.wavefronts is not None:
+                live = _active_lanes(t, i) > 0
+                b = int(m.wavefronts[live].sum())
+                a = int(m.shared_ideal_wavefronts[live].sum())
+                if b > a:
+                    before += b
+                    after += a
+                    changed = True
+                    op = dataclasses.replace(op, mem=dataclasses.replace(
+                        m, wavefronts=np.minimum(m.wavefronts, m.shared_ideal_wavefronts).astype(np.int32)))
+            ops.append(op)
+        tables.append(dataclasses.replace(t, ops=ops))
+    if not changed:
+        return None
+    return dataclasses.replace(trace, tables=tables), before, after
+
+
+def divergent_fraction(trace: KernelTrace) -> tuple[int, int]:
+    """(warp instructions issued with fewer active lanes than the warp has threads, all warp instructions)."""
+    part = total = 0
+    for t in trace.tables:
+        if t.active is None:
+            total += sum(op.n_inst for op in t.ops) * t.n_warps
+            continue
+        full = _warp_threads(trace, t.n_warps)
+        n_inst = np.array([op.n_inst for op in t.ops], np.int64)
+        a = t.active.astype(np.int64)
+        issued = a > 0
+        total += int((issued.sum(axis=1) * n_inst).sum())
+        part += int((((a < full[None, :]) & issued).sum(axis=1) * n_inst).sum())
+    return part, total
+
+
+def wave_rounded(trace: KernelTrace, ctas_per_wave: int) -> KernelTrace:
+    """The trace with its grid rounded up to whole waves: CTA ``n + i`` replays CTA ``i``'s ops with its global and
+    local lines moved past every line the kernel touches (the same pattern on fresh data)."""
+    n = trace.n_ctas
+    target = -(-n // ctas_per_wave) * ctas_per_wave
+    lo, hi = None, None
+    for t in trace.tables:
+        for op in t.ops:
+            m = op.mem
+            if m is not None and m.space != Space.SHARED and m.line is not None and len(m.line):
+                a, b = int(m.line.min()), int(m.line.max())
+                lo = a if lo is None else min(lo, a)
+                hi = b if hi is None else max(hi, b)
+    span = 0 if lo is None else -(-(hi - lo + 1) // (1 << 15)) * (1 << 15)    # whole 4 MB blocks of lines
+    tables = list(trace.tables)
+    cta = n
+    copy = 0
+    while cta < target:
+        copy += 1
+        shift = copy * span
+        for t in trace.tables:
+            if cta >= target:
+                break
+            take = min(t.n_ctas, target - cta)
+            tables.append(_table_copy(t, cta, take, shift))
+            cta += take
+    grid = (target, 1, 1)
+    return dataclasses.replace(trace, tables=tables, grid=grid)
+
+
+def _table_copy(t: OpTable, first_cta: int, n_ctas: int, shift: int) -> OpTable:
+    """The first ``n_ctas`` CTAs of table ``t`` as a table starting at ``first_cta``, lines moved by ``shift``."""
+    nw = n_ctas * t.warps_per_cta
+    ops = []
+    for op in t.ops:
+        m = op.mem
+        if m is not None:
+            if m.space == Space.SHARED:
+                m = dataclasses.replace(m, wavefronts=m.wavefronts[:nw],
+                                        shared_ideal_wavefronts=m.shared_ideal_wavefronts[:nw])
+            elif m.ptr is not None:
+                end = int(m.ptr[nw])
+                m = dataclasses.replace(m, ptr=m.ptr[:nw + 1].copy(), line=m.line[:end] + shift,
+                                        smask=m.smask[:end])
+            op = dataclasses.replace(op, mem=m)
+        ops.append(op)
+    active = None if t.active is None else t.active[:, :nw]
+    return OpTable(first_cta=first_cta, n_ctas=n_ctas, warps_per_cta=t.warps_per_cta, ops=ops, active=active)
+
+
+# ---- config variants -----------------------------------------------------------------------------------------
+
+def _replace(gpu: GPUConfig, **sections: dict) -> GPUConfig:
+    """A copy of ``gpu`` with parameters set to ideal values -- outside the physical ranges ``with_overrides``
+    checks (a latency of 0, a bandwidth of 10^9 GB/s), so not checked."""
+    out = gpu
+    for sec, vals in sections.items():
+        out = dataclasses.replace(out, **{sec: dataclasses.replace(getattr(out, sec), **vals)})
+    return out
+
+
+def unlimited_dram(gpu: GPUConfig) -> GPUConfig:
+    return _replace(gpu, dram={"peak_bandwidth_gbps": UNLIMITED_DRAM_GBPS, "efficiency": 1.0, "row_miss_ns": 0.0})
+
+
+def zero_latency(gpu: GPUConfig) -> GPUConfig:
+    return _replace(gpu, l1={"hit_latency_cycles": 0},
+                    l2={"near_latency_cycles": 0, "far_latency_cycles": 0, "atomic_latency_cycles": 0},
+                    dram={"latency_cycles": 0})
+
+
+# ---- engines of the idealized chips ----------------------------------------------------------------------------
+
+class _UnlimitedOccupancyEngine(Engine):
+    """The engine with as many CTAs per SM as the hardware's warp/thread/CTA slots allow (registers and shared
+    memory unlimited); the memory system keeps the L1 the real carve-out leaves."""
+
+    def __init__(self, trace, gpu, **kw):
+        super().__init__(trace, gpu, **kw)
+        lim = self.occ.limits
+        ctas = min(lim["warps"], lim["ctas"], self.gpu.sm.max_threads // (self.occ.warps_per_cta * WARP))
+        self.occ = dataclasses.replace(self.occ, ctas_per_sm=max(ctas, self.occ.ctas_per_sm), limiter="warps")
+
+
+class _CompactedEngine(Engine):
+    """The engine with divergent ops at their active fraction: an ALU or memory op a warp issues with ``a`` of its
+    ``n`` threads active costs ``a / n`` of its instructions' issue slots and pipe time."""
+
+    _SCALED = (_ALU, _LOAD, _STORE, _ATOM, int(OpKind.ASYNC_COPY))
+
+    def __init__(self, trace, gpu, **kw):
+        super().__init__(trace, gpu, **kw)
+        self._compact_cache: dict[tuple, tuple] = {}
+        self._full = {}
+
+    def _stream(self, table: OpTable, wi: int):
+        if table.active is None:
+            return super()._stream(table, wi)
+        full = self._full.get(id(table))
+        if full is None:
+            full = self._full[id(table)] = _warp_threads(self.trace, table.n_warps)
+        col = table.active[:, wi]
+        fw = int(full[wi])
+        key = (id(table), col.tobytes(), fw)
+        got = self._compact_cache.get(key)
+        if got is None:
+            cops = self.compiled(table)
+            reasons = self.stall_reason_of(table)
+            ops = []
+            for k in np.flatnonzero(col).tolist():
+                c = cops[k]
+                a = int(col[k])
+                if a < fw and c[1] in self._SCALED:
+                    f = a / fw
+                    c = c[:3] + (c[3] * f,) + c[4:5] + (c[5] * f, c[6] * f) + c[7:]
+                ops.append(c)
+            got = self._compact_cache[key] = self._allocate(ops, reasons)
+        return got
+
+
+# ---- the replays ------------------------------------------------------------------------------------------------
+
+def _fmt_int(x: float) -> str:
+    return f"{int(round(x)):,}"
+
+
+def replay(key: str, trace: KernelTrace, gpu: GPUConfig | str = "h100", *, policy: str | None = None
+           ) -> Counterfactual:
+    """Replay ``trace`` on the chip idealized by ``key`` (one of ``IDEAL_KEYS``)."""
+    gpu = load_gpu(gpu)
+    names = {k: (c, kind) for k, c, kind in IDEALS}
+    if key not in names:
+        raise KeyError(f"unknown idealization {key!r}; known: {', '.join(IDEAL_KEYS)}")
+    cause, kind = names[key]
+    t0 = time.perf_counter()
+
+    def run(tr: KernelTrace, cfg: GPUConfig, cls=Engine) -> EngineResult:
+        return cls(tr, cfg, policy=policy).run(progress=None)
+
+    def done(cycles: float | None, how: str) -> Counterfactual:
+        return Counterfactual(key, cause, kind, cycles, how, time.perf_counter() - t0)
+
+    if key == "coalescing":
+        got = perfectly_coalesced(trace)
+        if got is None:
+            return done(None, "every global/local request already touches the fewest sectors its lanes need")
+        tr, b, a = got
+        return done(run(tr, gpu).cycles, f"global/local sectors requested {_fmt_int(b)} -> {_fmt_int(a)}")
+    if key == "bank_conflicts":
+        got = without_bank_conflicts(trace)
+        if got is None:
+            return done(None, "no shared-memory request has a bank conflict"
+                        if _uses_shared(trace) else "no shared-memory access")
+        tr, b, a = got
+        return done(run(tr, gpu).cycles, f"shared-memory wavefronts {_fmt_int(b)} -> {_fmt_int(a)}")
+    if key == "divergence":
+        part, total = divergent_fraction(trace)
+        if not part:
+            return done(None, "every warp instruction runs with all of its warp's threads active")
+        return done(run(trace, gpu, _CompactedEngine).cycles,
+                    f"{100.0 * part / max(1, total):.1f}% of warp instructions issued with inactive threads "
+                    f"cost their active fraction")
+    if key == "occupancy":
+        base = _occ(trace, gpu)
+        if base.limiter not in ("registers", "shared_memory"):
+            return done(None, f"occupancy is limited by the hardware's {base.limiter.rstrip('s')} slots "
+                              f"({base.theoretical_pct:.1f}%), not by registers or shared memory")
+        eng = _UnlimitedOccupancyEngine(trace, gpu, policy=policy)
+        res = eng.run(progress=None)
+        return done(res.cycles, f"CTAs per SM {base.ctas_per_sm} -> {eng.occ.ctas_per_sm} "
+                                f"(limited by {base.limiter.replace('_', ' ')})")
+    if key == "tail_wave":
+        occ = _occ(trace, gpu)
+        per_wave = occ.ctas_per_sm * gpu.chip.sm_count
+        n = trace.n_ctas
+        if n % per_wave == 0:
+            return done(None, f"the grid is {_waves(n // per_wave)} of {per_wave:,} CTAs")
+        tr = wave_rounded(trace, per_wave)
+        res = run(tr, gpu)
+        fixed = res.launch_overhead_cycles + gpu.chip.drain_cycles
+        cycles = fixed + (res.cycles - fixed) * n / tr.n_ctas
+        return done(cycles, f"grid {n:,} -> {tr.n_ctas:,} CTAs ({_waves(tr.n_ctas // per_wave)} of "
+                            f"{per_wave:,}), time scaled back by {n:,}/{tr.n_ctas:,}")
+    if key == "dram_bandwidth":
+        return done(run(trace, unlimited_dram(gpu)).cycles,
+                    f"DRAM {gpu.dram.peak_bandwidth_gbps * gpu.dram.efficiency:,.0f} GB/s sustained -> unlimited, "
+                    f"no row-miss cost")
+    # memory_latency
+    return done(run(trace, zero_latency(gpu)).cycles,
+                f"L1 {gpu.l1.hit_latency_cycles}, L2 {gpu.l2.near_latency_cycles}/{gpu.l2.far_latency_cycles}, "
+                f"DRAM {gpu.dram.latency_cycles} cycles -> 0")
+
+
+def _waves(n: int) -> str:
+    return "1 whole wave" if n == 1 else f"{n} whole waves"
+
+
+def _occ(trace: KernelTrace, gpu: GPUConfig):
+    return occupancy(gpu, trace.threads_per_cta, trace.regs_per_thread, trace.shared_bytes_per_cta, trace.name)
+
+
+def _uses_shared(trace: KernelTrace) -> bool:
+    return any(op.mem is not None and op.mem.space == Space.SHARED for _, _, op in trace.iter_ops())
+
+
+def counterfactuals(trace: KernelTrace, gpu: GPUConfig | str = "h100", keys: tuple[str, ...] = IDEAL_KEYS, *,
+                    policy: str | None = None, progress=None) -> list[Counterfactual]:
+    """Every idealization of ``keys`` replayed (or found not applicable), in the order of ``keys``.
+    ``progress``, if given, is called with (done, total) after each; it only observes."""
+    gpu = load_gpu(gpu)
+    out = []
+    for k in keys:
+        out.append(replay(k, trace, gpu, policy=policy))
+        if progress is not None:
+            progress(len(out), len(keys))
+    return out
