@@ -309,8 +309,10 @@ def _key_line(fn: Any, key: str) -> int:
     return first
 
 
-def cmd_run(a: argparse.Namespace) -> int:
-    from .api import check_launch, check_outputs, simulate_launch
+def load_launch(a: argparse.Namespace):
+    """(GPU config, launch dict) of ``a.gpu`` and the kernel file ``a.file``'s ``launch()`` called with the ``-p``
+    parameters ``a.param``, checked: the one way every subcommand reads a kernel file (errors name file:line)."""
+    from .api import check_launch
     from .config import load_gpu
 
     gpu = load_gpu(a.gpu)
@@ -323,6 +325,13 @@ def cmd_run(a: argparse.Namespace) -> int:
         check_launch(launch)
     except LaunchSpecError as e:
         raise LaunchSpecError(f"{a.file}:{_key_line(mod.launch, e.key)}: {e}", key=e.key) from e
+    return gpu, launch
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from .api import check_outputs, simulate_launch
+
+    gpu, launch = load_launch(a)
     want_timeline = bool(a.html or a.trace)
     progress = None
     if not a.json and sys.stderr.isatty():
@@ -355,6 +364,11 @@ def cmd_run(a: argparse.Namespace) -> int:
         write_chrome_trace(reports, a.trace)
         print(f"wrote {a.trace}", file=sys.stderr)
     return 0 if ok else 1
+
+
+def cmd_explain(a: argparse.Namespace) -> int:
+    from .explain import run_explain
+    return run_explain(a, load_launch, _UserCode)
 
 
 def cmd_gpus(a: argparse.Namespace) -> int:
@@ -399,6 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--html", metavar="FILE", help="write a self-contained HTML page with timeline and plots")
     r.add_argument("--trace", metavar="FILE", help="write the warp timeline as a Chrome trace (Perfetto)")
     r.set_defaults(fn=cmd_run)
+    from .explain import add_parser as add_explain
+    add_explain(sub).set_defaults(fn=cmd_explain)
     g = sub.add_parser("gpus", help="list the GPU presets")
     g.add_argument("-v", "--verbose", metavar="PRESET",
                    help="show every parameter of PRESET (a name or a .toml file) with its unit and source")

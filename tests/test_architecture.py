@@ -5,7 +5,7 @@ a function (a lazy import that goes back up is still a cycle).  A part is a subp
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
     base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
-    <-  viz, api  <-  cli, validate
+    <-  viz, api  <-  explain (the ``gpusim explain`` command), validate  <-  cli
 
 Every part is held to this (``CHECKED``).  ``cli`` is the entry point over everything, ``validate`` included.
 ``offenders(part)`` lists what a part does wrong; ``offenders("gpusim")`` gives the cycles of the whole package.
@@ -33,10 +33,12 @@ MAY_IMPORT: dict[str, set[str]] = {
     "gpusim.metrics": BASE | {"gpusim.trace", "gpusim.timing"},
     "gpusim.viz": BASE | {"gpusim.trace", "gpusim.timing", "gpusim.metrics"},
     "gpusim.api": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz"},
+    "gpusim.explain": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
+                                           "gpusim.api"},                 # the `gpusim explain` command
     "gpusim.validate": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
                                             "gpusim.api"},
     "gpusim.cli": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
-                                       "gpusim.validate"},
+                                       "gpusim.validate", "gpusim.explain"},
     "gpusim": {"gpusim.api", "gpusim.config", "gpusim.errors", "gpusim.progress"},
 }
 CHECKED = sorted(MAY_IMPORT)

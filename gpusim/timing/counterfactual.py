@@ -13,9 +13,10 @@ cause cost.  Each variant removes one cause and keeps everything else as recorde
 ``bank_conflicts``  no bank conflicts: one wavefront per shared-memory request phase (the trace's
                     ``shared_ideal_wavefronts``: 1 for a 4 B access, 2 for 8 B, 4 for 16 B).
 ``divergence``      no divergence: an op a warp issues with fewer active lanes than the warp has threads costs
-                    its active fraction of issue and pipe time (``active / threads`` of its instructions), as if
-                    the threads of each side of a branch were compacted into full warps.  Memory requests and
-                    barriers are unchanged (the same bytes move; every warp still meets its barriers).
+                    its active fraction (``active / threads``) of its issue slots and pipe time, and an ALU op of its
+                    result latency, as if the threads of each side of a branch were compacted into full warps (a
+                    warp that ran both halves of a 50/50 branch takes the time of one side).  Memory requests,
+                    their latency and barriers are unchanged (the same bytes move; every warp meets its barriers).
 ``occupancy``       occupancy unlimited by registers and shared memory: as many CTAs per SM as the hardware's
                     warp, thread and CTA slots allow; the L1 keeps the size the real carve-out leaves it.
 ``tail_wave``       no partial last wave: the grid is rounded up to whole waves (CTAs per SM x SMs) with copies
@@ -295,7 +296,9 @@ class _UnlimitedOccupancyEngine(Engine):
 
 class _CompactedEngine(Engine):
     """The engine with divergent ops at their active fraction: an ALU or memory op a warp issues with ``a`` of its
-    ``n`` threads active costs ``a / n`` of its instructions' issue slots and pipe time."""
+    ``n`` threads active costs ``a / n`` of its instructions' issue slots and pipe time, and an ALU op ``a / n`` of
+    its result latency -- so a warp running both sides of a branch takes, throughput- or latency-bound, the time
+    of the compacted warps each running one side."""
 
     _SCALED = (_ALU, _LOAD, _STORE, _ATOM, int(OpKind.ASYNC_COPY))
 
@@ -323,7 +326,8 @@ class _CompactedEngine(Engine):
                 a = int(col[k])
                 if a < fw and c[1] in self._SCALED:
                     f = a / fw
-                    c = c[:3] + (c[3] * f,) + c[4:5] + (c[5] * f, c[6] * f) + c[7:]
+                    x = c[7] * f if c[1] == _ALU else c[7]
+                    c = c[:3] + (c[3] * f,) + c[4:5] + (c[5] * f, c[6] * f, x) + c[8:]
                 ops.append(c)
             got = self._compact_cache[key] = self._allocate(ops, reasons)
         return got

@@ -27,6 +27,10 @@ p.note { margin: 6px 0; padding: 6px 10px; background: #fff8e1; border-left: 4px
 nav a { margin-right: 14px; }
 .fig { margin: 12px 0 20px; }
 code { font-size: 0.95em; }
+table.explain { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.92em; }
+table.explain th, table.explain td { border-bottom: 1px solid #ddd; padding: 3px 10px; text-align: left; }
+table.explain td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.explain tr.na td { color: #888; }
 """
 
 
@@ -51,6 +55,27 @@ def _summary(rep) -> str:
     if ctx.get("source_file"):
         parts.append(f"source {ctx['source_file']}")
     return " · ".join(html.escape(p) for p in parts)
+
+
+def explanation_html(expl) -> str:
+    """A report's explanation (``Report.explain()``) as a small HTML section: the limiter, then one row per
+    idealized replay ranked by saving (the kernel's causes, the chip's limits), then the causes that do not apply."""
+    esc = html.escape
+    rows = []
+    for r in expl.records:
+        if r["applicable"]:
+            rows.append(f"<tr><td>{'kernel' if r['kind'] == 'kernel' else 'chip'}</td>"
+                        f"<td>without {esc(r['cause'])}</td><td class=\"num\">{r['cycles_without']:,.0f}</td>"
+                        f"<td class=\"num\">{r['saving_cycles']:,.0f}</td><td class=\"num\">{r['saving_pct']:.1f} %</td>"
+                        f"<td>{esc(r['how'])}</td></tr>")
+        else:
+            rows.append(f'<tr class="na"><td>{esc(r["kind"])}</td><td>{esc(r["cause"])}</td>'
+                        f'<td colspan="3">not applicable</td><td>{esc(r["how"])}</td></tr>')
+    return (f"<h3>Why {expl.cycles:,.0f} cycles</h3>"
+            f'<p class="summary">limiter: <b>{esc(expl.limiter)}</b> &mdash; {esc(expl.limiter_why)}. '
+            "Each row re-simulates the recorded trace on a chip idealized in one way.</p>"
+            '<table class="explain"><tr><th></th><th>idealization</th><th>cycles</th><th>saving (cycles)</th>'
+            "<th>saving</th><th>what the replay changed</th></tr>" + "".join(rows) + "</table>")
 
 
 def render_html(reports, gpu=None, title: str | None = None, max_sms: int | None = 8,
@@ -89,6 +114,8 @@ def render_html(reports, gpu=None, title: str | None = None, max_sms: int | None
         out.append(f'<p class="summary">{_summary(rep)}</p>')
         for note in getattr(rep, "notes", ()):
             out.append(f'<p class="note">note: {html.escape(note)}</p>')
+        if getattr(rep, "explanation", None) is not None:
+            out.append(explanation_html(rep.explanation))
         figs = []
         tl = timeline_figure(rep, max_sms=max_sms, max_bars=max_bars)
         meta = tl.layout.meta or {}
