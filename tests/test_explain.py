@@ -19,8 +19,8 @@ from gpusim.api import simulate_launch
 from gpusim.cli import load_kernel_file, main
 from gpusim.errors import GpusimError
 from gpusim.metrics import Report
-from gpusim.timing.counterfactual import (IDEAL_KEYS, divergent_fraction, perfectly_coalesced, replay, wave_rounded,
-                                          without_bank_conflicts)
+from gpusim.timing.counterfactual import (IDEAL_KEYS, divergent_fraction, perfectly_coalesced, replay, tail_by_rounding,
+                                          wave_rounded, without_bank_conflicts)
 from gpusim.trace import WARP
 
 KERNELS = "kernels/"
@@ -149,11 +149,24 @@ def test_wave_rounding_adds_fresh_copies_of_the_first_ctas():
     orig, added = lines(rep.trace), lines(tr)[len(lines(rep.trace)):]
     assert added.min() > orig.max()                                 # the copies touch fresh lines only
     assert len(added) == 24 * 8 * 2                                 # 24 CTAs of 8 warps: a load line, a store line
-    # the grid is a fraction of a wave: the replay scales the whole wave back
+
+
+def test_partial_wave_two_ways_agree():
+    # 1 CTA of 2 warps per SM: a wave is 132 CTAs; 40 CTAs fill 30% of it
+    rep = _one("grid_stride_copy.py", **{**SMALL_PARAMS, "blocks": 40})
     cf = replay("tail_wave", rep.trace, rep.config)
-    assert cf.applicable and "40 -> 1,056" in cf.how
+    assert cf.applicable and "packed on 40 SMs" in cf.how
+    rounded, how = tail_by_rounding(rep.trace, rep.config, 132)
+    assert "40 -> 132 CTAs" in how
+    assert cf.cycles == pytest.approx(rounded, rel=0.05)
     fixed = rep.engine.launch_overhead_cycles + rep.config.chip.drain_cycles
-    assert fixed < cf.cycles <= rep.cycles * 1.05
+    assert fixed < cf.cycles < rep.cycles
+    # more than one wave: rounded up to whole waves
+    big = _one("grid_stride_copy.py", **{**SMALL_PARAMS, "blocks": 140})
+    cf = replay("tail_wave", big.trace, big.config)
+    assert "140 -> 264 CTAs (2 whole waves of 132)" in cf.how and cf.cycles < big.cycles
+    whole = _one("grid_stride_copy.py", **SMALL_PARAMS)                # 132 CTAs: one whole wave
+    assert not replay("tail_wave", whole.trace, whole.config).applicable
 
 
 def test_chip_limits_are_replayed_and_never_slower_for_a_stream(strided32):
