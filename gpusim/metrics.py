@@ -8,6 +8,7 @@ value with its Nsight Compute metric name, unit and meaning.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -434,8 +435,11 @@ def _limiter(rep: Report, saving: dict[str, float | None], units: dict[str, floa
                 return best, (f"occupancy unlimited by {rep.get('occupancy_limiter', '?').replace('_', ' ')} saves "
                               f"{v:.0f}% (theoretical occupancy {rep.get('occupancy_theoretical_pct', 0):.1f}%; "
                               f"zero memory latency {score['latency']:.0f}%)")
-            return best, (f"the grid's {rep.get('waves', 0):.2f} waves leave CTA slots empty: whole waves save "
-                          f"{v:.0f}%")
+            waves = rep.get("waves", 0)
+            n = rep.trace.n_ctas
+            what = (f"the grid of {n:,} CTA{'s' if n > 1 else ''} fills {100 * waves:.2g}% of one wave's CTA slots"
+                    if waves < 1 else f"the grid's last of {math.ceil(waves)} waves leaves CTA slots empty")
+            return best, f"{what}: a grid of whole waves would save {v:.0f}%"
         what = "bank conflicts" if s("bank_conflicts") >= s("divergence") else "divergence"
         return best, f"removing {what} saves {v:.0f}% (SM throughput); busiest SM unit: {busiest} {busy:.0f}% busy"
     fixed = rep.engine.launch_overhead_cycles + rep.config.chip.drain_cycles

@@ -9,6 +9,7 @@ would add CTAs, does not apply) or few CTAs.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -19,9 +20,9 @@ from gpusim.api import simulate_launch
 from gpusim.cli import load_kernel_file, main
 from gpusim.errors import GpusimError
 from gpusim.metrics import Report
-from gpusim.timing.counterfactual import (IDEAL_KEYS, divergent_fraction, perfectly_coalesced, replay, tail_by_rounding,
-                                          wave_rounded, without_bank_conflicts)
-from gpusim.trace import WARP
+from gpusim.timing.counterfactual import (IDEAL_KEYS, compaction, divergent_fraction, perfectly_coalesced, replay,
+                                          tail_by_rounding, wave_rounded, without_bank_conflicts)
+from gpusim.trace import WARP, KernelTrace, Op, OpKind, OpTable, Pipe
 
 KERNELS = "kernels/"
 
@@ -130,13 +131,34 @@ def test_tensor_core_matmul_is_compute_bound():
 def test_no_divergence_approaches_the_warp_uniform_kernel():
     div = _one("divergence.py", group=8, n=8192, iters=64)
     uni = _one("divergence.py", group=32, n=8192, iters=64)
-    part, total = divergent_fraction(div.trace)
-    assert part / total > 0.5
+    part, total, saved = divergent_fraction(div.trace)
+    assert part / total > 0.5 and 0 < saved < part
     assert divergent_fraction(uni.trace)[0] == 0                   # the bounds check never splits a warp
     cf = replay("divergence", div.trace, div.config)
     assert cf.applicable and cf.cycles < 0.9 * div.cycles
     assert cf.cycles == pytest.approx(uni.cycles, rel=0.05)
     assert not replay("divergence", uni.trace, uni.config).applicable
+
+
+def test_compaction_merges_partial_warps_of_a_cta():
+    # one CTA of 8 warps (256 threads), five ALU ops of 2 instructions with these active lanes per warp:
+    rows = [[32] * 8,                       # converged
+            [16] * 8,                       # one side of a 50/50 branch: 128 threads -> 4 warps, each keeps 1/2
+            [1] * 8,                        # one thread per warp: 8 threads -> 1 warp, each keeps 1/8
+            [1] + [0] * 7,                  # if tid == 0: one partial warp, nothing to merge
+            [32] * 7 + [5]]                 # a bounds check's last warp: nothing to merge
+    ops = [Op(OpKind.ALU, Pipe.FP32, 2, line=1) for _ in rows]
+    t = OpTable(first_cta=0, n_ctas=1, warps_per_cta=8, ops=ops, active=np.array(rows, np.uint8))
+    tr = KernelTrace(name="k", frontend="cuda", grid=(1, 1, 1), block=(256, 1, 1), regs_per_thread=32,
+                     shared_bytes_per_cta=0, tables=[t])
+    keep = compaction(tr, t)
+    assert keep[:, 0].tolist() == [1.0, 0.5, 0.125, 1.0, 1.0]
+    assert keep[4].tolist() == [1.0] * 8
+    part, total, saved = divergent_fraction(tr)
+    assert (part, total) == (2 * (8 + 8 + 1 + 1), 2 * (8 + 8 + 8 + 1 + 8))
+    assert saved == pytest.approx(2 * (8 * 0.5 + 8 * 0.875))
+    assert not replay("divergence", dataclasses.replace(tr, tables=[dataclasses.replace(
+        t, active=np.array(rows[3:], np.uint8), ops=ops[3:])])).applicable
 
 
 def test_wave_rounding_adds_fresh_copies_of_the_first_ctas():

@@ -12,11 +12,13 @@ cause cost.  Each variant removes one cause and keeps everything else as recorde
                     carried by lanes (a TMA bulk copy: one lane asks for a whole box), is left as recorded.
 ``bank_conflicts``  no bank conflicts: one wavefront per shared-memory request phase (the trace's
                     ``shared_ideal_wavefronts``: 1 for a 4 B access, 2 for 8 B, 4 for 16 B).
-``divergence``      no divergence: an op a warp issues with fewer active lanes than the warp has threads costs
-                    its active fraction (``active / threads``) of its issue slots and pipe time, and an ALU op of its
-                    result latency, as if the threads of each side of a branch were compacted into full warps (a
-                    warp that ran both halves of a 50/50 branch takes the time of one side).  Memory requests,
-                    their latency and barriers are unchanged (the same bytes move; every warp meets its barriers).
+``divergence``      no divergence: op by op, the threads of a CTA's partially active warps are compacted into full
+                    warps, and each partial warp pays its share of the compacted warps' cost (``compaction``:
+                    ``ceil(active threads / 32) / partial warps`` of its issue slots and pipe time, and an ALU op of
+                    its result latency).  A warp that ran both halves of a 50/50 branch then takes the time of one
+                    side; a lone partial warp (a bounds check's last warp, an ``if tid == 0``) keeps its cost.
+                    Memory requests, their latency and barriers are unchanged (the same bytes move; every warp
+                    meets its barriers).
 ``occupancy``       occupancy unlimited by registers and shared memory: as many CTAs per SM as the hardware's
                     warp, thread and CTA slots allow; the L1 keeps the size the real carve-out leaves it.
 ``tail_wave``       no partial last wave (a wave: CTAs per SM x SMs): a grid of more than one wave is rounded up to
@@ -197,20 +199,45 @@ def without_bank_conflicts(trace: KernelTrace) -> tuple[KernelTrace, int, int] |
     return dataclasses.replace(trace, tables=tables), before, after
 
 
-def divergent_fraction(trace: KernelTrace) -> tuple[int, int]:
-    """(warp instructions issued with fewer active lanes than the warp has threads, all warp instructions)."""
+def compaction(trace: KernelTrace, t: OpTable) -> np.ndarray | None:
+    """Per op and warp of table ``t`` (float32, ops x warps): the share of its cost a warp keeps when, op by op, the
+    threads of each CTA's partially active warps are compacted into full warps -- ``ceil(lanes / 32) / warps``
+    over the CTA's partial warps (a 50/50 branch in 8 warps: 0.5; one thread in each of 8 warps: 1/8; one partial
+    warp, as a bounds check's last warp or a lone ``if tid == 0``: 1, nothing to merge).  1 for full and idle
+    warps; None when no op of the table has a partial warp."""
+    if t.active is None:
+        return None
+    full = _warp_threads(trace, t.n_warps)
+    a = t.active.astype(np.int64)
+    partial = (a > 0) & (a < full[None, :])
+    if not partial.any():
+        return None
+    shape = (a.shape[0], t.n_ctas, t.warps_per_cta)
+    lanes = np.where(partial, a, 0).reshape(shape).sum(axis=2)
+    n_part = partial.reshape(shape).sum(axis=2)
+    keep = -(-lanes // WARP) / np.maximum(n_part, 1)
+    return np.where(partial, np.repeat(keep, t.warps_per_cta, axis=1), 1.0).astype(np.float32)
+
+
+def divergent_fraction(trace: KernelTrace) -> tuple[int, int, float]:
+    """(warp instructions issued with fewer active lanes than the warp has threads, all warp instructions, warp
+    instructions compaction saves -- see ``compaction``)."""
     part = total = 0
+    saved = 0.0
     for t in trace.tables:
+        n_inst = np.array([op.n_inst for op in t.ops], np.int64)
         if t.active is None:
-            total += sum(op.n_inst for op in t.ops) * t.n_warps
+            total += int(n_inst.sum()) * t.n_warps
             continue
         full = _warp_threads(trace, t.n_warps)
-        n_inst = np.array([op.n_inst for op in t.ops], np.int64)
         a = t.active.astype(np.int64)
         issued = a > 0
         total += int((issued.sum(axis=1) * n_inst).sum())
         part += int((((a < full[None, :]) & issued).sum(axis=1) * n_inst).sum())
-    return part, total
+        keep = compaction(trace, t)
+        if keep is not None:
+            saved += float(((1.0 - keep.astype(np.float64)).sum(axis=1) * n_inst).sum())
+    return part, total, saved
 
 
 def wave_rounded(trace: KernelTrace, ctas_per_wave: int) -> KernelTrace:
@@ -298,27 +325,27 @@ class _UnlimitedOccupancyEngine(Engine):
 
 
 class _CompactedEngine(Engine):
-    """The engine with divergent ops at their active fraction: an ALU or memory op a warp issues with ``a`` of its
-    ``n`` threads active costs ``a / n`` of its instructions' issue slots and pipe time, and an ALU op ``a / n`` of
-    its result latency -- so a warp running both sides of a branch takes, throughput- or latency-bound, the time
-    of the compacted warps each running one side."""
+    """The engine with divergent warps compacted: an ALU or memory op a warp issues with some of its threads
+    inactive costs the share ``compaction`` gives it of its instructions' issue slots, pipe time and (ALU) result
+    latency.  So a warp running both sides of a 50/50 branch takes the time of the compacted warps each running
+    one side; a lone partial warp keeps its cost."""
 
     _SCALED = (_ALU, _LOAD, _STORE, _ATOM, int(OpKind.ASYNC_COPY))
 
     def __init__(self, trace, gpu, **kw):
         super().__init__(trace, gpu, **kw)
         self._compact_cache: dict[tuple, tuple] = {}
-        self._full = {}
+        self._keep: dict[int, np.ndarray | None] = {}
 
     def _stream(self, table: OpTable, wi: int):
-        if table.active is None:
+        if id(table) not in self._keep:
+            self._keep[id(table)] = compaction(self.trace, table)
+        keep = self._keep[id(table)]
+        if keep is None:
             return super()._stream(table, wi)
-        full = self._full.get(id(table))
-        if full is None:
-            full = self._full[id(table)] = _warp_threads(self.trace, table.n_warps)
         col = table.active[:, wi]
-        fw = int(full[wi])
-        key = (id(table), col.tobytes(), fw)
+        share = keep[:, wi]
+        key = (id(table), col.tobytes(), share.tobytes())
         got = self._compact_cache.get(key)
         if got is None:
             cops = self.compiled(table)
@@ -326,9 +353,8 @@ class _CompactedEngine(Engine):
             ops = []
             for k in np.flatnonzero(col).tolist():
                 c = cops[k]
-                a = int(col[k])
-                if a < fw and c[1] in self._SCALED:
-                    f = a / fw
+                f = float(share[k])
+                if f < 1.0 and c[1] in self._SCALED:
                     x = c[7] * f if c[1] == _ALU else c[7]
                     c = c[:3] + (c[3] * f,) + c[4:5] + (c[5] * f, c[6] * f, x) + c[8:]
                 ops.append(c)
@@ -372,16 +398,20 @@ def replay(key: str, trace: KernelTrace, gpu: GPUConfig | str = "h100", *, polic
         tr, b, a = got
         return done(run(tr, gpu).cycles, f"shared-memory wavefronts {_fmt_int(b)} -> {_fmt_int(a)}")
     if key == "divergence":
-        part, total = divergent_fraction(trace)
+        part, total, saved = divergent_fraction(trace)
         if not part:
             return done(None, "every warp instruction runs with all of its warp's threads active")
+        if saved <= 0:
+            return done(None, f"{100.0 * part / max(1, total):.1f}% of warp instructions run with inactive threads, "
+                              f"but never in two warps of a CTA at once: nothing to compact")
         return done(run(trace, gpu, _CompactedEngine).cycles,
-                    f"{100.0 * part / max(1, total):.1f}% of warp instructions issued with inactive threads "
-                    f"cost their active fraction")
+                    f"{100.0 * part / max(1, total):.1f}% of warp instructions ran with inactive threads; "
+                    f"compacted into full warps: {100.0 * saved / max(1, total):.1f}% fewer")
     if key == "occupancy":
         base = _occ(trace, gpu)
         if base.limiter not in ("registers", "shared_memory"):
-            return done(None, f"occupancy is limited by the hardware's {base.limiter.rstrip('s')} slots "
+            slot = {"ctas": "CTA", "warps": "warp"}.get(base.limiter, base.limiter)
+            return done(None, f"occupancy is limited by the hardware's {slot} slots "
                               f"({base.theoretical_pct:.1f}%), not by registers or shared memory")
         eng = _UnlimitedOccupancyEngine(trace, gpu, policy=policy)
         res = eng.run(progress=None)
@@ -436,8 +466,10 @@ def tail_by_packing(trace: KernelTrace, gpu: GPUConfig, ctas_per_sm: int, policy
     res = Engine(trace, packed, policy=policy).run(progress=None)
     fixed = res.launch_overhead_cycles + gpu.chip.drain_cycles
     cycles = fixed + (res.cycles - fixed) * f
-    return cycles, (f"{n:,} CTAs fill {100 * f:.1f}% of a wave's {per_wave:,} slots: packed on {sms} SMs with "
-                    f"{100 * f:.1f}% of the DRAM/L2 bandwidth, time scaled by {f:.3f}")
+    pct = f"{100 * f:.1f}%" if f >= 0.01 else f"{100 * f:.2g}%"
+    return cycles, (f"{n:,} CTA{'s' if n > 1 else ''} fill{'s' if n == 1 else ''} {pct} of a wave's {per_wave:,} "
+                    f"slots: packed on {sms} SM{'s' if sms > 1 else ''} with {pct} of the DRAM/L2 bandwidth, time "
+                    f"scaled by {n:,}/{per_wave:,}")
 
 
 def _waves(n: int) -> str:
