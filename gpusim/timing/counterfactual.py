@@ -6,9 +6,9 @@ recorded ``KernelTrace`` is transformed (its memory requests, its shared-memory 
 cause cost.  Each variant removes one cause and keeps everything else as recorded:
 
 ``coalescing``      perfect coalescing: every global/local memory request of a warp touches the fewest 32 B sectors
-                    and 128 B lines its active lanes' bytes need (32 lanes x 4 B: 4 sectors in 1 line).  The
-                    warp keeps the first lines it touched (so data shared between warps stays shared) and each
-                    keeps its own sectors first; a request already at the minimum, or one whose bytes are not
+                    and 128 B lines its active lanes' bytes need (32 lanes x 4 B: 4 sectors in 1 line), on fresh
+                    lines laid out in request order; identical requests share their fresh lines, so reuse stays
+                    reuse (``perfectly_coalesced``).  A request already at the minimum, or one whose bytes are not
                     carried by lanes (a TMA bulk copy: one lane asks for a whole box), is left as recorded.
 ``bank_conflicts``  no bank conflicts: one wavefront per shared-memory request phase (the trace's
                     ``shared_ideal_wavefronts``: 1 for a 4 B access, 2 for 8 B, 4 for 16 B).
@@ -91,85 +91,112 @@ def _warp_threads(trace: KernelTrace, n_warps: int) -> np.ndarray:
     return np.tile(per_cta, n_warps // wpc).astype(np.int64)
 
 
-# a sector mask reduced or grown to c sectors, keeping its own sectors first: _FIT[mask, c]
-_FIT = np.zeros((16, 5), np.uint8)
-for _m in range(16):
-    _own = [b for b in range(4) if _m >> b & 1]
-    _other = [b for b in range(4) if not _m >> b & 1]
-    for _c in range(5):
-        _FIT[_m, _c] = sum(1 << b for b in (_own + _other)[:_c])
-
-
-def _coalesced(m: MemAccess, lanes: np.ndarray, n_inst: int) -> tuple[MemAccess, int, int] | None:
-    """The access of one global/local op with each warp at its minimum sectors and lines, with (sectors before,
-    sectors after); None when nothing changes or the op's bytes are not carried by lanes (TMA)."""
-    if m.ptr is None or m.line is None or len(m.line) == 0:
-        return None
-    lanes = lanes.astype(np.int64)
-    bpl = m.bytes_per_lane
-    if m.bytes_requested > int(lanes.sum()) * bpl * n_inst:
-        return None                                    # bulk copy: bytes not carried by the active lanes
-    spi = -(-(lanes * bpl) // 32)                      # sectors per instruction each warp needs
-    lpi = -(-spi // 4)
-    n_lines = np.diff(m.ptr)
-    pop = _POPCOUNT4[m.smask]
-    cs = np.concatenate(([0], np.cumsum(pop)))
-    have = cs[m.ptr[1:]] - cs[m.ptr[:-1]]
-    want = spi * n_inst
-    change = want < have
-    if not change.any():
-        return None
-    keep_lines = np.where(change, np.minimum(n_lines, lpi * n_inst), n_lines)
-    new_ptr = np.zeros(len(m.ptr), np.int64)
-    np.cumsum(keep_lines, out=new_ptr[1:])
-    # entries kept: the first keep_lines[w] of each warp
-    total = int(new_ptr[-1])
-    warp_of = np.repeat(np.arange(len(keep_lines)), keep_lines)
-    pos = np.arange(total) - new_ptr[:-1][warp_of]
-    src = m.ptr[:-1][warp_of] + pos
-    line = m.line[src]
-    smask = m.smask[src].copy()
-    # the changed warps' sectors spread evenly over their kept lines (at most 4 each)
-    ch = change[warp_of]
-    kl = keep_lines[warp_of]
-    q = want[warp_of] // np.maximum(kl, 1)
-    r = want[warp_of] % np.maximum(kl, 1)
-    count = np.minimum(4, q + (pos < r))
-    smask[ch] = _FIT[smask[ch], count[ch]]
-    after = int(np.where(change, want, have).sum())
-    new = MemAccess(space=m.space, bytes_per_lane=bpl, bytes_requested=m.bytes_requested, ptr=new_ptr,
-                    line=line, smask=smask)
-    return new, int(have.sum()), after
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_GLOBAL_KINDS = (OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.ASYNC_COPY)
 
 
 def _active_lanes(t: OpTable, i: int) -> np.ndarray:
     return t.lanes(i) if t.active is not None else np.full(t.n_warps, WARP, np.uint8)
 
 
+def _minimal(m: MemAccess, lanes: np.ndarray, n_inst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """For one global/local op: (sectors each warp requested, sectors its active lanes need, which warps request
+    more than they need); None when no warp does or the op's bytes are not carried by its lanes (a TMA bulk copy:
+    one lane asks for a whole box)."""
+    if m.ptr is None or m.line is None or len(m.line) == 0:
+        return None
+    lanes = lanes.astype(np.int64)
+    if m.bytes_requested > int(lanes.sum()) * m.bytes_per_lane * n_inst:
+        return None
+    want = -(-(lanes * m.bytes_per_lane) // 32) * n_inst
+    cs = np.concatenate(([0], np.cumsum(_POPCOUNT4[m.smask])))
+    have = cs[m.ptr[1:]] - cs[m.ptr[:-1]]
+    change = want < have
+    return (have, want, change) if change.any() else None
+
+
 def perfectly_coalesced(trace: KernelTrace) -> tuple[KernelTrace, int, int] | None:
-    """The trace with every global/local request at its minimum sectors (see the module docstring), with the
-    sectors requested before and after; None when every request is already minimal."""
-    before = after = 0
-    tables = []
-    changed = False
-    for t in trace.tables:
-        ops = []
+    """The trace with every global/local request at its minimum sectors, with the sectors requested before and
+    after; None when every request is already minimal.
+
+    A warp's request that touches more sectors than its active lanes' bytes need (``ceil(lanes x bytes / 32)`` per
+    instruction) becomes that many sectors in the fewest 128 B lines (4 sectors each), on fresh lines: the data laid
+    out as a coalesced kernel would read it, one request after another in trace order (consecutive warps,
+    consecutive lines).  Requests that name the same lines and sectors (other warps reading the same data, a warp
+    reading it again) get the same fresh lines, so that reuse stays reuse.  What the trace cannot tell -- lanes
+    reading different bytes of the same sector in successive requests (a thread walking its own row) -- reads as
+    reuse too, so such a kernel's ideal moves less data than a transposed layout would."""
+    plans = []                                       # (table index, op index, have, want, change, keys)
+    keys_all, lines_all = [], []
+    top = -1
+    for ti, t in enumerate(trace.tables):
         for i, op in enumerate(t.ops):
             m = op.mem
-            if m is not None and m.space != Space.SHARED and op.kind in (
-                    OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.ASYNC_COPY):
-                res = _coalesced(m, _active_lanes(t, i), op.n_inst)
-                if res is not None:
-                    m2, b, a = res
-                    before += b
-                    after += a
-                    op = dataclasses.replace(op, mem=m2)
-                    changed = True
-            ops.append(op)
-        tables.append(dataclasses.replace(t, ops=ops))
-    if not changed:
+            if m is None or m.space == Space.SHARED or op.kind not in _GLOBAL_KINDS:
+                continue
+            if m.line is not None and len(m.line):
+                top = max(top, int(m.line.max()))
+            got = _minimal(m, _active_lanes(t, i), op.n_inst)
+            if got is None:
+                continue
+            have, want, change = got
+            n_lines = np.diff(m.ptr)
+            # a request's identity: an order-free hash of its (line, sector mask) entries, its size and need
+            with np.errstate(over="ignore"):
+                h = (m.line.astype(np.uint64) * np.uint64(16) + m.smask.astype(np.uint64) + np.uint64(1)) * _MIX
+                h ^= h >> np.uint64(29)
+                cs = np.concatenate(([np.uint64(0)], np.cumsum(h, dtype=np.uint64)))
+                key = (cs[m.ptr[1:]] - cs[m.ptr[:-1]]) * _MIX2 + n_lines.astype(np.uint64) * _MIX \
+                    + want.astype(np.uint64)
+            spi = want // op.n_inst
+            keep = np.minimum(n_lines, -(-spi // 4) * op.n_inst)
+            plans.append((ti, i, have, want, change, keep))
+            keys_all.append(key[change])
+            lines_all.append(keep[change])
+    if not plans:
         return None
-    return dataclasses.replace(trace, tables=tables), before, after
+    keys = np.concatenate(keys_all)
+    sizes = np.concatenate(lines_all)
+    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")         # fresh lines in order of first appearance
+    rank = np.empty(len(uniq), np.int64)
+    rank[order] = np.arange(len(uniq))
+    size_u = sizes[first][order]
+    base_u = np.concatenate(([0], np.cumsum(size_u)))[:-1]
+    fresh0 = -(-(top + 1) // (1 << 15)) * (1 << 15)  # past every line the kernel touches, on a 4 MB boundary
+    base_of = fresh0 + base_u[rank[inverse]]         # per changed warp, in plan order
+    tables = [list(t.ops) for t in trace.tables]
+    before = after = 0
+    at = 0
+    for ti, i, have, want, change, keep in plans:
+        t = trace.tables[ti]
+        op = t.ops[i]
+        m = op.mem
+        nc = int(change.sum())
+        bases = np.zeros(len(change), np.int64)
+        bases[change] = base_of[at:at + nc]
+        at += nc
+        n_lines = np.diff(m.ptr)
+        new_n = np.where(change, keep, n_lines)
+        ptr = np.zeros(len(m.ptr), np.int64)
+        np.cumsum(new_n, out=ptr[1:])
+        warp_of = np.repeat(np.arange(len(new_n)), new_n)
+        pos = np.arange(int(ptr[-1])) - ptr[:-1][warp_of]
+        ch = change[warp_of]
+        src = np.where(ch, 0, m.ptr[:-1][warp_of] + pos)
+        line = np.where(ch, bases[warp_of] + pos, m.line[src])
+        kl = np.maximum(keep[warp_of], 1)
+        w = want[warp_of]
+        count = np.minimum(4, w // kl + (pos < w % kl))
+        smask = np.where(ch, (np.left_shift(1, count) - 1), m.smask[src]).astype(np.uint8)
+        before += int(have.sum())
+        after += int(np.where(change, want, have).sum())
+        tables[ti][i] = dataclasses.replace(op, mem=MemAccess(space=m.space, bytes_per_lane=m.bytes_per_lane,
+                                                               bytes_requested=m.bytes_requested, ptr=ptr,
+                                                               line=line.astype(np.int64), smask=smask))
+    out = [dataclasses.replace(t, ops=ops) for t, ops in zip(trace.tables, tables)]
+    return dataclasses.replace(trace, tables=out), before, after
 
 
 def without_bank_conflicts(trace: KernelTrace) -> tuple[KernelTrace, int, int] | None:
