@@ -440,6 +440,11 @@ def replay(key: str, trace: KernelTrace, gpu: GPUConfig | str = "h100", *, polic
             slot = {"ctas": "CTA", "warps": "warp"}.get(base.limiter, base.limiter)
             return done(None, f"occupancy is limited by the hardware's {slot} slots "
                               f"({base.theoretical_pct:.1f}%), not by registers or shared memory")
+        resident = base.ctas_per_sm * gpu.chip.sm_count
+        if trace.n_ctas <= resident:
+            return done(None, f"occupancy is limited by {base.limiter.replace('_', ' ')} "
+                              f"({base.theoretical_pct:.1f}%), but all {trace.n_ctas:,} CTAs are resident at once "
+                              f"already ({resident:,} fit)")
         eng = _UnlimitedOccupancyEngine(trace, gpu, policy=policy)
         res = eng.run(progress=None)
         return done(res.cycles, f"CTAs per SM {base.ctas_per_sm} -> {eng.occ.ctas_per_sm} "
