@@ -22,7 +22,7 @@ from gpusim.errors import GpusimError
 from gpusim.metrics import Report
 from gpusim.timing.counterfactual import (IDEAL_KEYS, compaction, divergent_fraction, perfectly_coalesced, replay,
                                           tail_by_rounding, wave_rounded, without_bank_conflicts)
-from gpusim.trace import WARP, KernelTrace, Op, OpKind, OpTable, Pipe
+from gpusim.trace import WARP, KernelTrace, Op, OpKind, OpTable, Pipe, coalesce_global
 
 KERNELS = "kernels/"
 
@@ -90,6 +90,27 @@ def test_uncoalesced_reads_rank_coalescing_first(strided32):
     assert e.record("coalescing")["cycles_without"] == pytest.approx(unit.cycles, rel=0.10)
     assert perfectly_coalesced(unit.trace) is None                  # already minimal: not applicable
     assert e.limiter == "DRAM bandwidth"
+
+
+def test_coalescing_realigns_misaligned_requests_and_relays_scattered_ones():
+    lane = np.arange(WARP, dtype=np.int64)
+    addr = np.stack([1 << 20 | 16 + 4 * lane,         # misaligned by 16 B: 5 sectors for 4 -> its own lines
+                     2 << 20 | 128 * lane,              # one lane per line: 32 sectors -> 4 on a fresh line
+                     2 << 20 | 128 * lane,              # the same data again: the same fresh line
+                     3 << 20 | 4 * lane])               # coalesced: untouched
+    m = coalesce_global(addr, 4)
+    op = Op(OpKind.LOAD, Pipe.LSU, 1, line=1, mem=m)
+    t = OpTable(first_cta=0, n_ctas=1, warps_per_cta=4, ops=[op])
+    tr = KernelTrace(name="k", frontend="cuda", grid=(1, 1, 1), block=(128, 1, 1), regs_per_thread=32,
+                     shared_bytes_per_cta=0, tables=[t])
+    new, before, after = perfectly_coalesced(tr)
+    assert (before, after) == (5 + 32 + 32 + 4, 4 * 4)
+    n = new.tables[0].ops[0].mem
+    per_warp = [(n.line[a:b].tolist(), n.smask[a:b].tolist()) for a, b in zip(n.ptr[:-1], n.ptr[1:])]
+    assert per_warp[0] == ([(1 << 20) // 128], [0b1111])                   # its first line, all 4 sectors
+    assert per_warp[1] == per_warp[2] and per_warp[1][1] == [0b1111]
+    assert per_warp[1][0][0] > int(m.line.max())                          # a fresh line past the kernel's data
+    assert per_warp[3] == ([(3 << 20) // 128], [0b1111])
 
 
 def test_explain_is_deterministic():

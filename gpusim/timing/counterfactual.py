@@ -91,6 +91,15 @@ def _warp_threads(trace: KernelTrace, n_warps: int) -> np.ndarray:
     return np.tile(per_cta, n_warps // wpc).astype(np.int64)
 
 
+# a sector mask reduced or grown to c sectors, keeping its own sectors first: _FIT[mask, c]
+_FIT = np.zeros((16, 5), np.uint8)
+for _m in range(16):
+    _own = [b for b in range(4) if _m >> b & 1] + [b for b in range(4) if not _m >> b & 1]
+    for _c in range(5):
+        _FIT[_m, _c] = sum(1 << b for b in _own[:_c])
+#: a request moves to fresh lines when it touches at least this many times the sectors its lanes need (a layout
+#: change: strided or scattered lanes); below, it keeps its first lines (an alignment fix: the same data)
+SCATTERED = 2
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _GLOBAL_KINDS = (OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.ASYNC_COPY)
@@ -121,12 +130,15 @@ def perfectly_coalesced(trace: KernelTrace) -> tuple[KernelTrace, int, int] | No
     after; None when every request is already minimal.
 
     A warp's request that touches more sectors than its active lanes' bytes need (``ceil(lanes x bytes / 32)`` per
-    instruction) becomes that many sectors in the fewest 128 B lines (4 sectors each), on fresh lines: the data laid
-    out as a coalesced kernel would read it, one request after another in trace order (consecutive warps,
-    consecutive lines).  Requests that name the same lines and sectors (other warps reading the same data, a warp
-    reading it again) get the same fresh lines, so that reuse stays reuse.  What the trace cannot tell -- lanes
-    reading different bytes of the same sector in successive requests (a thread walking its own row) -- reads as
-    reuse too, so such a kernel's ideal moves less data than a transposed layout would."""
+    instruction) becomes that many sectors in the fewest 128 B lines (4 sectors each).  A scattered request (at least
+    ``SCATTERED`` times the sectors it needs: strided or gathered lanes) moves to fresh lines: the data laid out as a
+    coalesced kernel would read it, one request after another in trace order (consecutive warps, consecutive
+    lines); requests that name the same lines and sectors (other warps reading the same data, a warp reading it
+    again) get the same fresh lines, so that reuse stays reuse.  What the trace cannot tell -- lanes reading
+    different bytes of the same sector in successive requests (a thread walking its own row) -- reads as reuse too,
+    so such a kernel's ideal moves less data than a transposed layout would.  A merely misaligned request (less than
+    ``SCATTERED`` times) keeps its first lines, its own sectors first: the same data, aligned, still shared with the
+    neighbours that touch those lines."""
     plans = []                                       # (table index, op index, have, want, change, keys)
     keys_all, lines_all = [], []
     top = -1
@@ -152,8 +164,9 @@ def perfectly_coalesced(trace: KernelTrace) -> tuple[KernelTrace, int, int] | No
             spi = want // op.n_inst
             keep = np.minimum(n_lines, -(-spi // 4) * op.n_inst)
             plans.append((ti, i, have, want, change, keep))
-            keys_all.append(key[change])
-            lines_all.append(keep[change])
+            fresh = change & (have >= SCATTERED * want)
+            keys_all.append(key[fresh])
+            lines_all.append(keep[fresh])
     if not plans:
         return None
     keys = np.concatenate(keys_all)
@@ -173,9 +186,10 @@ def perfectly_coalesced(trace: KernelTrace) -> tuple[KernelTrace, int, int] | No
         t = trace.tables[ti]
         op = t.ops[i]
         m = op.mem
-        nc = int(change.sum())
+        fresh = change & (have >= SCATTERED * want)
+        nc = int(fresh.sum())
         bases = np.zeros(len(change), np.int64)
-        bases[change] = base_of[at:at + nc]
+        bases[fresh] = base_of[at:at + nc]
         at += nc
         n_lines = np.diff(m.ptr)
         new_n = np.where(change, keep, n_lines)
@@ -184,12 +198,14 @@ def perfectly_coalesced(trace: KernelTrace) -> tuple[KernelTrace, int, int] | No
         warp_of = np.repeat(np.arange(len(new_n)), new_n)
         pos = np.arange(int(ptr[-1])) - ptr[:-1][warp_of]
         ch = change[warp_of]
-        src = np.where(ch, 0, m.ptr[:-1][warp_of] + pos)
-        line = np.where(ch, bases[warp_of] + pos, m.line[src])
+        fr = fresh[warp_of]
+        src = m.ptr[:-1][warp_of] + pos                  # kept entries: the warp's first ones
+        line = np.where(fr, bases[warp_of] + pos, m.line[src])
         kl = np.maximum(keep[warp_of], 1)
         w = want[warp_of]
         count = np.minimum(4, w // kl + (pos < w % kl))
-        smask = np.where(ch, (np.left_shift(1, count) - 1), m.smask[src]).astype(np.uint8)
+        own = m.smask[src]
+        smask = np.where(fr, np.left_shift(1, count) - 1, np.where(ch, _FIT[own, count], own)).astype(np.uint8)
         before += int(have.sum())
         after += int(np.where(change, want, have).sum())
         tables[ti][i] = dataclasses.replace(op, mem=MemAccess(space=m.space, bytes_per_lane=m.bytes_per_lane,
