@@ -79,6 +79,10 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
     "kernels/tl_flash_attn_fwd.py": {"Z": 1, "H": 2, "N_CTX": 256},
     "kernels/tl_flash_attn_bwd.py": {"Z": 1, "H": 1, "N_CTX": 128},
     "kernels/tl_attention_naive.py": {"Z": 1, "H": 2, "N_CTX": 128},
+    "kernels/burst_read.py": {"n": 1024},
+    "kernels/reg_hold_copy.py": {"n": 3000, "blocks": 3},
+    "kernels/tl_relu.py": {"n": 5000},
+    "kernels/tl_sigmoid3.py": {"n": 5000},
 }
 
 KERNEL_FILES = sorted(CPU_PARAMS)
@@ -228,6 +232,7 @@ def _build_cases() -> list[Case]:
     for p in (20, 22, 24, 26):
         add(f"fill_n{1 << p}", "fill", {"n": 1 << p}, "writeback",
             f"store-only: {4 << p >> 20} MiB written", tags=("heavy",) if p >= 26 else ())
+    _scenario_cases(add)
     return cases
 
 
@@ -264,6 +269,93 @@ def _build_tune_cases() -> list[Case]:
                                    "BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": 3},
                                   f"tune_fa_d{d}_n{n}", "FlashAttention forward tile config", {}, ("tune",)))
     return cases
+
+
+#: the matmul sizes of the tile/burst alignment sweep: around each base (a multiple of 256), the base itself and
+#: sizes whose largest power-of-two divisor (up to 64) is 32, 16, 8 and 1
+ALIGN_BASES = (1024, 1280, 1536, 1792, 2048)
+ALIGN_OFFSETS = {64: 0, 32: 32, 16: 16, 8: 8, 1: 1}
+#: the wave-quantization sweep: 128x256 output tiles (one CTA per SM), M = 128 * tiles rows, N = 256, K = 2048
+WAVE_TILES = (66, 99, 132, 133, 165, 198, 264, 265)
+WAVE_CONFIG = {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 3, "GROUP_M": 8}
+
+
+def _scenario_cases(add) -> None:
+    """The variants of the lecture scenarios (``scenarios/``) not already covered by the cases above: groups
+    ``scn_<scenario>``.  Every (kernel, params) a scenario runs at full size is a case, so that the H100 records
+    hold a measured time for every row of its table.  Cases that take more than ~8 s to simulate are tagged
+    ``heavy``, and so are most variants of a sweep whose light members already gate the effect: the light
+    scenario cases add about two minutes of simulation to the CI replay (tests/test_validation.py)."""
+    # -- divergence at 4x the suite's size (4096 blocks of 256: about four waves)
+    for g in (32, 16, 1):
+        add(f"scn_divergence_n1048576_g{g}", "divergence", {"n": 1 << 20, "group": g, "iters": 64},
+            "scn_divergence", "warp-uniform branch" if g >= 32 else f"runs of {g} threads per path",
+            tags=("heavy",))
+    # -- burst-mode DRAM: one chunk per 256 B row, by chunk size; 16 B misaligned chunks
+    for chunk in (4, 8, 16, 32, 64, 128, 256):
+        add(f"scn_burst_c{chunk}", "burst_read", {"n": 1 << 20, "chunk_bytes": chunk, "pitch_bytes": 256},
+            "scn_burst", f"{chunk} useful bytes per 256 B row, aligned: {max(1, chunk // 32)} sector(s) per chunk"
+            if chunk < 256 else "contiguous copy")
+    for chunk in (32, 64, 128):
+        add(f"scn_burst_c{chunk}_off16", "burst_read",
+            {"n": 1 << 20, "chunk_bytes": chunk, "pitch_bytes": 256, "offset_bytes": 16}, "scn_burst",
+            f"{chunk} useful bytes per row starting 16 B into a sector: {chunk // 32 + 1} sectors per chunk")
+    # -- tile/burst alignment: Triton matmul (128x128x64 tiles) over sizes by divisibility
+    bm, bn, bk, w, st = MM_CONFIGS["128x128x64"]
+    for base in ALIGN_BASES:
+        for div, off in ALIGN_OFFSETS.items():
+            size = base + off
+            if size in (1536, 2048, 2049, 2064):
+                continue                    # already cases of the tl_matmul group (same kernel and params)
+            small = 48 + size % 16
+            add(f"tl_matmul_{size}_128x128x64", "tl_matmul",
+                {"M": size, "N": size, "K": size, "BM": bm, "BN": bn, "BK": bk, "num_warps": w, "num_stages": st,
+                 "GROUP_M": 8}, "scn_tile_alignment",
+                f"size divisible by {div}" + (" (and by 16: 16-byte vector loads)" if div >= 16 else
+                                               " but not by 16: Triton cannot prove 16-byte rows"),
+                cpu={"M": small, "N": small, "K": small},
+                tags=("heavy",) if div < 16 and base >= 1280 else ())
+    # -- wave quantization: one 128x256 tile per CTA, one CTA per SM: tiles / 132 waves
+    for t in WAVE_TILES:
+        add(f"scn_wave_t{t}", "tl_matmul", {"M": 128 * t, "N": 256, "K": 2048, **WAVE_CONFIG},
+            "scn_wave_quantization", f"{t} tiles of 128x256 on 132 SMs: {t / 132:.2f} waves",
+            cpu={"M": 200, "N": 256, "K": 64}, tags=() if t in (66, 132, 133, 198) else ("heavy",))
+    # -- recomputation: three stacked sigmoids, forward + backward
+    for p in (20, 22, 24):
+        for mode in ("store", "recompute"):
+            add(f"scn_recompute_{mode}_n{1 << p}", "tl_sigmoid3", {"n": 1 << p, "mode": mode}, "scn_recompute",
+                "activations written and read back: 36 B/element" if mode == "store"
+                else "activations recomputed in the backward kernel: 20 B/element",
+                tags=("heavy",) if p >= 24 else ())
+    # -- lower precision: ReLU fp32 vs fp16
+    for p in (18, 20, 22, 24):
+        for dt in ("float32", "float16"):
+            add(f"scn_relu_{dt[0]}{dt[5:]}_n{1 << p}", "tl_relu", {"n": 1 << p, "dtype": dt}, "scn_precision",
+                f"{dt}: {2 * (4 if dt == 'float32' else 2)} B/element")
+    # -- occupancy: limited by shared memory (64-thread blocks), by registers, by block size
+    for kb in (0, 8, 16, 48, 100):
+        add(f"scn_occ_smem{kb}k_b64", "grid_stride_copy",
+            {"n": 1 << 24, "dyn_shared_bytes": kb * 1024, "blocks": 4224, "block": 64}, "scn_occupancy",
+            f"64-thread blocks with {kb} KB dynamic shared memory each", cpu={"blocks": 3},
+            tags=() if kb == 48 else ("heavy",))
+    for r in (0, 32, 64, 128):
+        add(f"scn_occ_regs{r}", "reg_hold_copy", {"n": 1 << 24, "held_values": r, "blocks": 1056},
+            "scn_occupancy", f"{r} values held in registers across the copy loop", tags=("heavy",))
+    for b in (32, 128, 1024):              # 256: grid_stride_copy_smem0k
+        add(f"scn_occ_block{b}", "grid_stride_copy",
+            {"n": 1 << 24, "dyn_shared_bytes": 0, "blocks": 132 * min(32, 2048 // b), "block": b},
+            "scn_occupancy", f"{b}-thread blocks, at most 32 blocks per SM: "
+            f"{min(32, 2048 // b) * b // 32} warps per SM", cpu={"blocks": 3}, tags=("heavy",))
+    # -- attention: naive at the FlashAttention cases' other sizes (Z * H * N_CTX = 65536)
+    for n, z in ((512, 8), (4096, 1)):
+        add(f"attn_naive_d64_n{n}", "tl_attention_naive", {"Z": z, "H": 16, "N_CTX": n, "HEAD_DIM": 64},
+            "attention_io", f"S and P ({z * 16 * n * n * 2 / 2**20:.0f} MiB each) round-trip through DRAM",
+            tags=("heavy",))
+    # -- roofline: fp32 FMA chains at 1 to 64 FLOP per DRAM byte, streaming 2 x 16 MiB
+    for it in (1, 4, 16, 64):
+        add(f"scn_roofline_fma{it}", "math_throughput", {"op": "fp32", "n": 1 << 22, "iters": it}, "scn_roofline",
+            f"{8 * it} FLOP per 8 B moved: arithmetic intensity {it} FLOP/B",
+            tags=("heavy",) if it >= 16 else ())
 
 
 def _gcd(a: int, b: int) -> int:
