@@ -11,6 +11,7 @@ A kernel imported under ``gpusim run`` without a CUDA driver has ``gpusim.cuda``
 (``_rebind``), its ``@cuda.jit(device=True)`` helpers recompiled as numba device functions."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
 import types
@@ -195,7 +196,8 @@ def compile(req) -> Compiled:
         raise CompileError(f"numba-cuda cannot type the launch's arguments: {type(e).__name__}: {e}",
                            file=req.file, line=req.line, kernel=req.name) from None
     try:
-        ptx, _ = cuda.compile_ptx(rebuilt(req.py_func), sig, cc=cap, lineinfo=True, **kw)
+        with _target_device(cap):
+            ptx, _ = cuda.compile_ptx(rebuilt(req.py_func), sig, cc=cap, lineinfo=True, **kw)
     except Exception as e:                                   # noqa: BLE001 - numba rejected it, or a library is missing
         text = str(e)
         if type(e).__name__ in ("DynamicLibNotFoundError", "NvvmSupportError", "CudaSupportError", "NvrtcSupportError") \
@@ -221,6 +223,27 @@ def compile(req) -> Compiled:
                     spill_store_bytes=int(res.get("spill_store_bytes", 0)),
                     spill_load_bytes=int(res.get("spill_load_bytes", 0)), barriers=int(res.get("barriers", 0)),
                     signature={"argtypes": [str(s) for s in sig], "ptxas": ptxas}, ptxas_log=log[-4000:], sass=sass)
+
+
+class _TargetDevice:
+    def __init__(self, cap):
+        self.compute_capability = tuple(cap)
+
+
+@contextlib.contextmanager
+def _target_device(cap):
+    """numba-cuda compiles a device function the kernel calls (``@cuda.jit(device=True)``, the ``cuda.random``
+    generators) for ``get_current_device().compute_capability``, a driver query; while gpusim compiles for the
+    simulated GPU's capability, that query answers with it (no driver needed, and the kernel and its device
+    functions are built for the same target)."""
+    import numba.cuda.dispatcher as disp
+    saved = disp.__dict__.get("get_current_device")
+    disp.get_current_device = lambda: _TargetDevice(cap)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            disp.get_current_device = saved
 
 
 def _one_line(text: str) -> str:

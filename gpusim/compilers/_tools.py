@@ -86,6 +86,11 @@ def assemble(ptx: str, arch: str, extra: list[str] | None = None) -> tuple[bytes
             except (OSError, subprocess.SubprocessError) as e:
                 errors.append(f"{p}: {e}")
                 continue
+            if r.returncode != 0 and "Unresolved extern function" in r.stderr:
+                # calls into a device library the linker adds (cudadevrt's grid sync): compile relocatable
+                # (``-c``), as the code is before numba's link step; its resources are the kernel's
+                r = subprocess.run(cmd[:-2] + ["-c", "-o", str(out)], capture_output=True, text=True,
+                                   timeout=TIMEOUT_S)
             if r.returncode == 0:
                 return out.read_bytes(), r.stderr + r.stdout, p
             errors.append(f"{p} (CUDA {version(p) or '?'}): {_last_error(r.stderr)}")

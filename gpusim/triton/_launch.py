@@ -636,7 +636,9 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, value
     local_bytes = spill * 4
     if real is not None:
         # the real compiler's allocation replaces the estimate (which stays in meta for comparison)
-        regs, smem, local_bytes = real.registers, real.shared_bytes, real.stack_bytes
+        # (at least 16 per thread are allocated, as for the estimate: Nsight reports 16 for kernels ptxas gives
+        # fewer, records/ncu_*.json)
+        regs, smem, local_bytes = max(16, real.registers), real.shared_bytes, real.stack_bytes
         spill = -(-real.spill_store_bytes // 4)
     if smem > cfg.sm.max_shared_per_cta_bytes:
         file, first = _rewrite.source_of(spec.fn)[2], _rewrite.source_of(spec.fn)[1]
