@@ -192,7 +192,7 @@ def compile_for(req: "TritonRequest | NumbaRequest", m: str | None = None) -> Ou
         return Outcome(None, BUILTIN_LABEL, note=_FAILED[key], mode=m)
     t0 = time.perf_counter()
     try:
-        res = B.compile(req)
+        res, cubin = B.compile(req)
     except (CompileError, CompilerUnavailable) as e:
         STATS["failures"] += 1
         if m == "real":
@@ -201,6 +201,6 @@ def compile_for(req: "TritonRequest | NumbaRequest", m: str | None = None) -> Ou
         return Outcome(None, BUILTIN_LABEL, note=str(e), mode=m)
     res.compile_s = round(time.perf_counter() - t0, 3)
     STATS["compiles"] += 1
-    _cache.store(key, res)
+    _cache.store(key, res, cubin)
     _MEMORY[key] = res
     return Outcome(res, res.compiler, mode=m)

@@ -53,11 +53,18 @@ def load(k: str) -> Compiled | None:
         return None              # corrupt: compile again (store() overwrites it)
 
 
-def store(k: str, res: Compiled) -> None:
-    """Write an entry; a cache directory that cannot be written is not an error (the result is still used)."""
+def store(k: str, res: Compiled, cubin: bytes | None = None) -> None:
+    """Write an entry (and its cubin); a cache directory that cannot be written is not an error (the result is
+    still used)."""
     d = cache_dir()
     try:
         d.mkdir(parents=True, exist_ok=True)
+        if cubin:
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".cubin", dir=d)
+            with os.fdopen(fd, "wb") as f:
+                f.write(cubin)
+            os.replace(tmp, d / f"{k}.cubin")
+            res.cubin_file = str(d / f"{k}.cubin")
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=d)
         with os.fdopen(fd, "w") as f:
             json.dump(res.to_json(), f, default=str)

@@ -184,7 +184,8 @@ def numba_type(t):
 
 # ---- compile -----------------------------------------------------------------------------------------------------
 
-def compile(req) -> Compiled:
+def compile(req) -> tuple[Compiled, bytes]:
+    """(the result, the cubin)."""
     from numba import cuda
     cap = tuple(req.capability)
     opts = dict(req.options)
@@ -207,7 +208,7 @@ def compile(req) -> Compiled:
             raise CompilerUnavailable(f"numba-cuda cannot run its compiler here: {what} (numba-cuda needs libnvvm "
                                       f"and libnvrtc: pip install numba-cuda[cu12] or [cu13], or a CUDA toolkit's "
                                       f"lib/ on LD_LIBRARY_PATH)") from None
-        file, line = _numba_location(text, req)
+        file, line = _numba_location(text, req, e.__traceback__)
         raise CompileError(f"numba-cuda {_version()} ({arch_name(cap)}) rejects the kernel: {type(e).__name__}: "
                            f"{_first_lines(text)}", file=file, line=line, kernel=req.name) from None
     extra = [f"--maxrregcount={int(maxreg)}"] if maxreg else []
@@ -217,12 +218,13 @@ def compile(req) -> Compiled:
     except ValueError:
         raise CompilerUnavailable(f"{ptxas} -v printed no resource usage for the kernel") from None
     sass = _sass.summarize(_tools.disassemble(cubin), req.file)
-    return Compiled(compiler=f"numba-cuda {_version()} + ptxas {_tools.version(ptxas) or '?'}, {arch_name(cap)}",
-                    frontend="cuda", kernel=req.name, arch=arch_name(cap), registers=int(res["registers"]),
-                    shared_bytes=int(res.get("smem", 0)), stack_bytes=int(res.get("stack_bytes", 0)),
-                    spill_store_bytes=int(res.get("spill_store_bytes", 0)),
-                    spill_load_bytes=int(res.get("spill_load_bytes", 0)), barriers=int(res.get("barriers", 0)),
-                    signature={"argtypes": [str(s) for s in sig], "ptxas": ptxas}, ptxas_log=log[-4000:], sass=sass)
+    out = Compiled(compiler=f"numba-cuda {_version()} + ptxas {_tools.version(ptxas) or '?'}, {arch_name(cap)}",
+                   frontend="cuda", kernel=req.name, arch=arch_name(cap), registers=int(res["registers"]),
+                   shared_bytes=int(res.get("smem", 0)), stack_bytes=int(res.get("stack_bytes", 0)),
+                   spill_store_bytes=int(res.get("spill_store_bytes", 0)),
+                   spill_load_bytes=int(res.get("spill_load_bytes", 0)), barriers=int(res.get("barriers", 0)),
+                   signature={"argtypes": [str(s) for s in sig], "ptxas": ptxas}, ptxas_log=log[-4000:], sass=sass)
+    return out, cubin
 
 
 class _TargetDevice:
@@ -261,10 +263,25 @@ def _first_lines(text: str) -> str:
     return " ".join(keep)[:600] or "(no message)"
 
 
-def _numba_location(text: str, req) -> tuple[str, int]:
-    """The last ``File "...", line N`` in numba's message that is the kernel's file (else the kernel's def)."""
+def _numba_location(text: str, req, tb=None) -> tuple[str, int]:
+    """Where in the kernel's file numba failed: the last ``File "...", line N`` of its message in that file, else
+    the innermost ``loc`` (numba's ``ir.Loc``) of the typing step that raised (numba-cuda 0.30 raises some typing
+    errors without adding their location to the message), else the kernel's def line."""
+    def ours(f) -> bool:
+        return bool(req.file) and isinstance(f, str) and (f == req.file or f.rsplit("/", 1)[-1] ==
+                                                         req.file.rsplit("/", 1)[-1])
     hits = re.findall(r'File "([^"]+)", line (\d+)', text)
     for f, ln in reversed(hits):
-        if req.file and (f == req.file or f.endswith(req.file.rsplit("/", 1)[-1])):
+        if ours(f):
             return req.file, int(ln)
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for fr in reversed(frames):
+        for v in list(fr.f_locals.values()):
+            loc = v if type(v).__name__ == "Loc" else getattr(v, "loc", None)
+            line = getattr(loc, "line", None)
+            if isinstance(line, int) and line > 0 and ours(getattr(loc, "filename", None)):
+                return req.file, line
     return req.file, req.line

@@ -28,6 +28,7 @@ class Compiled:
     ptxas_log: str = ""
     sass: dict = field(default_factory=dict)         # "_sass.summarize": total, histogram, per line, per pipe
     compile_s: float = 0.0
+    cubin_file: str = ""            # the cubin, kept next to the cache entry (for cuobjdump / nvdisasm)
     schema: int = SCHEMA
 
     def to_json(self) -> dict:

@@ -182,7 +182,8 @@ def _stand_in(p):
 
 # ---- compile ---------------------------------------------------------------------------------------------------
 
-def compile(req) -> Compiled:
+def compile(req) -> tuple[Compiled, bytes]:
+    """(the result, the cubin)."""
     import triton
     from triton import knobs
     from triton.backends.compiler import GPUTarget
@@ -228,12 +229,13 @@ def compile(req) -> Compiled:
     sig["divisibility_16"] = sorted(jf.arg_names[k[0]] for k, v in attrs.items()
                                     if any(a[0] == "tt.divisibility" and a[1] == 16 for a in v))
     sig["constants"] = sorted(jf.arg_names[k[0]] for k in constexprs)
-    return Compiled(compiler=label(cap), frontend="triton", kernel=req.name, arch=arch_name(cap),
-                    registers=int(res["registers"]), shared_bytes=int(md.shared),
-                    stack_bytes=int(res.get("stack_bytes", 0)), spill_store_bytes=int(res.get("spill_store_bytes", 0)),
-                    spill_load_bytes=int(res.get("spill_load_bytes", 0)), barriers=int(res.get("barriers", 0)),
-                    num_warps=int(md.num_warps), num_stages=int(md.num_stages), signature=sig,
-                    ptxas_log=log.getvalue()[-4000:], sass=sass)
+    out = Compiled(compiler=label(cap), frontend="triton", kernel=req.name, arch=arch_name(cap),
+                   registers=int(res["registers"]), shared_bytes=int(md.shared),
+                   stack_bytes=int(res.get("stack_bytes", 0)), spill_store_bytes=int(res.get("spill_store_bytes", 0)),
+                   spill_load_bytes=int(res.get("spill_load_bytes", 0)), barriers=int(res.get("barriers", 0)),
+                   num_warps=int(md.num_warps), num_stages=int(md.num_stages), signature=sig,
+                   ptxas_log=log.getvalue()[-4000:], sass=sass)
+    return out, ck.asm["cubin"]
 
 
 def _one_line(e) -> str:
