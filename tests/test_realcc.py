@@ -23,7 +23,12 @@ from gpusim.errors import CompileError, UsageError
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = json.loads((ROOT / "gpusim/validate/records/compile_sm90_local.json").read_text())
 
-triton = pytest.importorskip("triton", reason="Triton is not installed: the real Triton compiler cannot run")
+try:
+    import triton
+    TRITON = None
+except ImportError as e:                                    # pragma: no cover - Triton is a test dependency here
+    triton, TRITON = None, f"Triton is not installed ({e}): the real Triton compiler cannot run"
+needs_triton = pytest.mark.skipif(TRITON is not None, reason=TRITON or "")
 
 
 def _record(case, step=0):
@@ -76,6 +81,7 @@ def _cuda_trace(launch, mode="real"):
 
 # ---- Triton ---------------------------------------------------------------------------------------------------
 
+@needs_triton
 def test_triton_vector_add_registers_equal_cuobjdump(shared_cache):
     tr = _triton_trace(_load("tl_vector_add.py").launch(n=4096))
     c = tr.meta["compiler"]
@@ -93,6 +99,7 @@ def test_triton_vector_add_registers_equal_cuobjdump(shared_cache):
     assert {int(k) for k in sass["lines"]} <= set(range(first, first + 8))
 
 
+@needs_triton
 def test_triton_matmul_config_registers_and_shared_memory(shared_cache):
     """A 64x64x32 fp16 matmul config (4 warps, 4 stages): registers equal cuobjdump's and the record's;
     shared memory equals Triton's metadata.shared in the record (4 stages x (64x32 + 32x64) x 2 B)."""
@@ -108,6 +115,7 @@ def test_triton_matmul_config_registers_and_shared_memory(shared_cache):
     assert c["spill_store_bytes"] == 0
 
 
+@needs_triton
 def test_triton_specialization_matches_gpusims_assumption(fresh_cache):
     """Triton's binder decides divisibility by 16 from the values gpusim gives it: n = 4096 and aligned pointers
     are divisible, n = 1000 is not, a pointer one fp16 element into its array is not; gpusim assumes the same
@@ -203,6 +211,7 @@ def test_numba_rejected_kernel(numba_ok, fresh_cache, tmp_path):
 
 # ---- the cache ----------------------------------------------------------------------------------------------
 
+@needs_triton
 def test_cache_hit_on_second_call_and_corrupt_entry_recompiled(fresh_cache):
     launch = _load("tl_vector_add.py").launch(n=4096)
     s0 = dict(compilers.STATS)
@@ -222,6 +231,7 @@ def test_cache_hit_on_second_call_and_corrupt_entry_recompiled(fresh_cache):
     assert json.loads(entries[0].read_text())["registers"] == 20   # rewritten
 
 
+@needs_triton
 def test_cache_key_follows_source_and_specialization(fresh_cache):
     from gpusim.compilers import TritonRequest, _cache, _triton
     mod = _load("tl_vector_add.py")
@@ -245,6 +255,7 @@ def test_cache_dir_from_the_environment(monkeypatch, tmp_path):
 
 # ---- the switch, the report --------------------------------------------------------------------------------
 
+@needs_triton
 def test_report_says_which_compiler(shared_cache):
     import gpusim
     mod = _load("tl_vector_add.py")
@@ -257,6 +268,7 @@ def test_report_says_which_compiler(shared_cache):
     assert real["registers_per_thread"] == 20
 
 
+@needs_triton
 def test_builtin_switch_honored(monkeypatch, fresh_cache, capsys):
     """GPUSIM_COMPILER=builtin (and --compiler builtin) compile nothing; --compiler real overrides the env."""
     from gpusim.cli import main
@@ -282,6 +294,7 @@ def test_bad_mode_is_a_usage_error(monkeypatch, capsys):
     assert "invalid choice: 'fast'" in capsys.readouterr().err
 
 
+@needs_triton
 def test_triton_rejected_kernel_real_errors_auto_falls_back(fresh_cache, tmp_path):
     """A loop-carried accumulator that changes type (int32 -> fp32): gpusim runs it, Triton's compiler rejects
     it.  real: a CompileError at the loop's line; auto: the built-in estimate with a note saying why."""
@@ -317,6 +330,7 @@ def test_triton_rejected_kernel_real_errors_auto_falls_back(fresh_cache, tmp_pat
     assert any(n.startswith("compiler: the real compiler was not used") for n in tr.notes)
 
 
+@needs_triton
 def test_real_mode_without_triton_is_a_clear_error(monkeypatch, fresh_cache):
     """Triton missing: real mode raises CompilerUnavailable (the CLI's one-line error), auto falls back."""
     from gpusim.compilers import _triton
@@ -326,3 +340,55 @@ def test_real_mode_without_triton_is_a_clear_error(monkeypatch, fresh_cache):
         _triton_trace(launch, "real")
     tr = _triton_trace(launch, "auto")
     assert tr.meta["compiler"]["fallback_reason"] == "Triton is not importable (ImportError: no module)"
+
+
+# ---- reading the tools' output (no compiler needed) ----------------------------------------------------------
+
+PTXAS_LOG = """ptxas info    : 0 bytes gmem
+ptxas info    : Function properties for __internal_1_$__cuda_sm3x_div_rn_noftz_f32_slowpath
+    8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function 'matmul_kernel' for 'sm_90a'
+ptxas info    : Function properties for matmul_kernel
+    24 bytes stack frame, 20 bytes spill stores, 28 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]
+ptxas info    : Compile time = 11.791 ms
+"""
+
+NVDISASM = """
+        .text.k:
+	//## File "/src/k.py", line 21
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+	//## File "/src/k.py", line 24
+        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0020*/              @!P0 LDG.E.U16 R8, desc[UR4][R2.64] ;
+        /*0030*/                   FFMA R9, R4, R5, R6 ;
+	//## File "/lib/helpers.py", line 7 inlined at "/src/k.py", line 30
+        /*0040*/                   MUFU.RCP R10, R9 ;
+        /*0050*/                   IMAD.WIDE R2, R0, 0x4, R2 ;
+	//## File "/src/k.py", line 31
+        /*0060*/                   STG.E desc[UR4][R2.64], R10 ;
+        /*0070*/                   EXIT ;
+        /*0080*/                   BRA 0x80;
+        /*0090*/                   NOP;
+"""
+
+
+def test_ptxas_log_reading():
+    """The entry function's numbers, not a helper's; every field from its line."""
+    r = _tools.parse_ptxas_log(PTXAS_LOG)
+    assert r == {"registers": 255, "barriers": 1, "smem": 2048, "stack_bytes": 24, "spill_store_bytes": 20,
+                 "spill_load_bytes": 28}
+    with pytest.raises(ValueError):
+        _tools.parse_ptxas_log("ptxas info    : 0 bytes gmem\n")
+
+
+def test_sass_reading_per_line_pipe_and_width():
+    from gpusim.compilers import _sass
+    s = _sass.summarize(NVDISASM, "/src/k.py")
+    assert s["total"] == 10 and s["total_no_nop"] == 9
+    assert s["lines"] == {"21": {"LDC": 1}, "24": {"LDG.E.128": 1, "LDG.E.U16": 1, "FFMA": 1},
+                          "30": {"MUFU.RCP": 1, "IMAD.WIDE": 1}, "31": {"STG.E": 1, "EXIT": 1, "BRA": 1, "NOP": 1}}
+    assert s["mem_widths"] == {"LDG": {"128": 1, "16": 1}, "STG": {"32": 1}}
+    assert s["per_pipe"] == {"fp32": 2, "sfu": 1, "lsu": 3, "branch": 2, "uniform": 1, "other": 1}
+    assert _sass.pipe_of("F2F.F64.F32") == "fp64" and _sass.pipe_of("ULDC.64") == "uniform"
+    assert _sass.pipe_of("HGMMA.64x128x16.F32") == "tensor" and _sass.pipe_of("LOP3.LUT") == "int"

@@ -12,6 +12,7 @@ import re
 
 _INST_RX = re.compile(r"/\*([0-9a-fA-F]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 _LINE_RX = re.compile(r'//## File "([^"]*)", line (\d+)')
+_SITE_RX = re.compile(r'"([^"]*)", line (\d+)')        # the location, then the call sites it was inlined at
 
 PIPES = ("fp32", "fp16", "fp64", "int", "sfu", "lsu", "branch", "uniform", "tensor", "other")
 
@@ -77,7 +78,7 @@ def summarize(text: str, source_file: str = "") -> dict:
         m = _LINE_RX.search(raw)
         if m and "/*" not in raw:
             cur = 0
-            for f, ln in _LINE_RX.findall(raw):           # innermost first, then the call sites it was inlined at
+            for f, ln in _SITE_RX.findall(raw):           # innermost first, then the call sites it was inlined at
                 if not source_file or _same_file(f, source_file):
                     cur = int(ln)
                     break
