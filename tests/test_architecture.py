@@ -4,8 +4,8 @@ The graph is read from the source with ``ast``: every ``import`` / ``from ... im
 a function (a lazy import that goes back up is still a cycle).  A part is a subpackage or a top-level module of
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
-    base (errors, config, _host, progress, occupancy)  <-  compilers  <-  trace  <-  front ends (cuda, triton),
-    timing  <-  metrics  <-  viz, api  <-  cli, validate
+    base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
+    <-  viz, api  <-  cli, validate
 
 ``compilers`` (the real compilers in the loop) stands on the base alone (errors; Triton and numba-cuda are
 optional and lazily imported); the front ends, ``api``, ``validate`` and ``cli`` may use it.

@@ -639,7 +639,7 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, value
         # (at least 16 per thread are allocated, as for the estimate: Nsight reports 16 for kernels ptxas gives
         # fewer, records/ncu_*.json)
         regs, smem, local_bytes = max(16, real.registers), real.shared_bytes, real.stack_bytes
-        spill = -(-real.spill_store_bytes // 4)
+        spill = real.stack_bytes // 4                  # Triton's n_spills: the local memory size / 4
     if smem > cfg.sm.max_shared_per_cta_bytes:
         file, first = _rewrite.source_of(spec.fn)[2], _rewrite.source_of(spec.fn)[1]
         raise LaunchError(f"{file}:{first}: kernel {spec.name!r}: out of resource: shared memory, Required: {smem}, "
