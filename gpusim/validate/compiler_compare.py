@@ -80,10 +80,25 @@ def _pct(a, b) -> float:
     return 100.0 * (a - b) / b if b else (0.0 if a == b else math.inf)
 
 
+def distinct(rows: list[dict]) -> list[dict]:
+    """One row per distinct compiled kernel (the same kernel, specialization and estimate over several sizes or
+    dynamic shared memory sizes: vector_add at 8 sizes is one), so that a sweep does not weigh more than a kernel
+    compiled once."""
+    seen, out = set(), []
+    for r in rows:
+        k = (r["kernel"], r["frontend"], r["regs_builtin"], r["regs_ptxas"], r["sass_static"])
+        if k not in seen:
+            seen.add(k)
+            out.append(r)
+    return out
+
+
 def summarize(rows: list[dict]) -> dict:
     out = {}
-    for fe in ("cuda", "triton", "all"):
-        sel = [r for r in rows if fe == "all" or r["frontend"] == fe]
+    for fe in ("cuda", "triton", "all", "distinct cuda", "distinct triton", "distinct all"):
+        base = distinct(rows) if fe.startswith("distinct") else rows
+        f = fe.split()[-1]
+        sel = [r for r in base if f == "all" or r["frontend"] == f]
         if not sel:
             continue
         errs = [abs(_pct(r["regs_builtin"], r["regs_real"])) for r in sel]
@@ -132,7 +147,7 @@ def main(argv=None) -> int:
     summ = summarize(rows)
     print()
     for fe, s in summ.items():
-        print(f"{fe:<7} {s['kernels']:>3} kernels: registers MAPE {s['regs_mape_pct']:.1f} % (mean abs "
+        print(f"{fe:<15} {s['kernels']:>3} kernels: registers MAPE {s['regs_mape_pct']:.1f} % (mean abs "
               f"{s['regs_mae']:.1f}, exact {s['regs_exact']}), worst {s['regs_worst']}; shared memory exact "
               f"{s['smem_exact']}/{s['kernels']}; static SASS {s['sass_static_total']} vs trace groups "
               f"{s['trace_groups_total']}")
