@@ -36,10 +36,20 @@ def available() -> None:
     except Exception as e:                                   # noqa: BLE001 - any import failure: not available
         _STATE["error"] = f"Triton is not importable ({type(e).__name__}: {e})"
         raise CompilerUnavailable(_STATE["error"]) from None
-    if not _tools.candidates("ptxas"):
-        _STATE["error"] = "Triton's ptxas is missing (neither its wheel's backends/nvidia/bin nor PATH has one)"
-        raise CompilerUnavailable(_STATE["error"])
+    try:
+        ptxas = _ptxas()
+    except Exception as e:                                   # noqa: BLE001 - Triton found no ptxas
+        _STATE["error"] = f"Triton's ptxas is missing ({type(e).__name__}: {e})"
+        raise CompilerUnavailable(_STATE["error"]) from None
     _STATE["ok"] = True
+    _STATE["ptxas"] = ptxas
+
+
+def _ptxas() -> tuple[str, str]:
+    """(path, version) of the ptxas Triton runs (its wheel's, or ``TRITON_PTXAS_PATH``)."""
+    from triton import knobs
+    tool = knobs.nvidia.ptxas
+    return tool.path, str(tool.version)
 
 
 def version() -> str:
@@ -59,7 +69,7 @@ def label(cap: tuple) -> str:
 def key_parts(req) -> dict:
     return {"frontend": "triton", "triton": version(), "cap": list(req.capability), "name": req.name,
             "source": _cache.fingerprint(req.fn), "params": req.params, "options": req.options,
-            "jit": req.jit_options, "ptxas": [(p, _tools.version(p)) for p in _tools.candidates("ptxas")[:1]],
+            "jit": req.jit_options, "ptxas": list(_STATE.get("ptxas") or _ptxas()),
             "sass_schema": 1}
 
 
@@ -243,22 +253,25 @@ def _one_line(e) -> str:
 
 
 def _located(e, req) -> tuple[str, int, str]:
-    """(file, line, message) of a Triton compilation error: Triton's CompilationError carries the source
-    position relative to the function (``src`` and ``node.lineno``); the kernel's file line is that offset from
-    the def line."""
+    """(file, line, message) of a Triton compilation error.  Triton's CompilationError carries the AST node of the
+    failing construct, its ``lineno`` counted from the kernel's ``def`` line (Triton parses the source from
+    there; an error in a helper it calls is re-raised at the call in the kernel), and the message."""
     file, line = req.file, req.line
-    node = getattr(e, "node", None)
-    src = getattr(e, "src", None)
-    lineno = getattr(node, "lineno", None)
+    lineno = getattr(getattr(e, "node", None), "lineno", None)
     if isinstance(lineno, int):
-        first = req.line
-        # Triton parses the dedented source from the def line: its line 1 is the def
-        line = first + lineno - 1 if first else lineno
+        line = req.line + lineno - 1 if req.line else lineno
     msg = getattr(e, "error_message", None) or ""
+    inner, seen = e, 0
+    while not msg and seen < 16:                 # an error in a called helper: the message is on the inner error
+        inner = inner.__cause__ or inner.__context__
+        seen += 1
+        if inner is None:
+            break
+        msg = getattr(inner, "error_message", None) or ("" if hasattr(inner, "node") else _one_line(inner))
+        if msg:
+            msg = f"in a function it calls: {msg}"
     if not msg:
         text = str(e)
         m = re.search(r"(?m)^\s*(?:error|Error):?\s*(.+)$", text)
-        msg = m.group(1) if m else text.strip().splitlines()[-1] if text.strip() else type(e).__name__
-    if src is None and not msg:
-        msg = type(e).__name__
+        msg = m.group(1) if m else (text.strip().splitlines()[-1] if text.strip() else type(e).__name__)
     return file, line, f"{type(e).__name__}: {_one_line(msg)}"
