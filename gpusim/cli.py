@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from . import compilers
 from .errors import (EXIT_INTERNAL_ERROR, EXIT_INTERRUPTED, EXIT_USER_ERROR, ISSUE_TRACKER, GpusimError,
                      KernelFileError, LaunchSpecError, UsageError)
 
@@ -328,7 +329,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     if not a.json and sys.stderr.isatty():
         from .progress import StepProgress
         progress = StepProgress("simulating")
-    with _UserCode(a.file):
+    with _UserCode(a.file), compilers.use(a.compiler):
         reports = simulate_launch(launch, gpu, record_timeline=want_timeline, progress=progress)
         checks = check_outputs(launch) if "reference" in launch else []
     ok = all(c[2] for c in checks)
@@ -398,6 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--html", metavar="FILE", help="write a self-contained HTML page with timeline and plots")
     r.add_argument("--trace", metavar="FILE", help="write the warp timeline as a Chrome trace (Perfetto)")
+    r.add_argument("--compiler", choices=compilers.MODES, default=None,
+                   help="registers / shared memory from the real compiler (Triton, numba-cuda + ptxas) or gpusim's "
+                        "built-in estimate: auto (real when installed, default; or $GPUSIM_COMPILER), builtin, real")
     r.set_defaults(fn=cmd_run)
     g = sub.add_parser("gpus", help="list the GPU presets")
     g.add_argument("-v", "--verbose", metavar="PRESET",

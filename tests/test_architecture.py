@@ -7,6 +7,9 @@ a function (a lazy import that goes back up is still a cycle).  A part is a subp
     base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
     <-  viz, api  <-  cli, validate
 
+``compilers`` (the real compilers in the loop) stands on the base alone (errors; Triton and numba-cuda are
+optional and lazily imported); the front ends, ``api``, ``validate`` and ``cli`` may use it.
+
 Every part is held to this (``CHECKED``).  ``cli`` is the entry point over everything, ``validate`` included.
 ``offenders(part)`` lists what a part does wrong; ``offenders("gpusim")`` gives the cycles of the whole package.
 """
@@ -22,20 +25,22 @@ PACKAGE = "gpusim"
 
 BASE = {"gpusim.errors", "gpusim.config", "gpusim._host", "gpusim.progress", "gpusim.occupancy"}
 FRONT_ENDS = {"gpusim.cuda", "gpusim.triton"}
+COMPILERS = {"gpusim.compilers"}
 MAY_IMPORT: dict[str, set[str]] = {
     **{p: set() for p in BASE},
     "gpusim.config": {"gpusim.errors"},                          # its ConfigError is a GpusimError
     "gpusim.occupancy": {"gpusim.config", "gpusim.errors"},      # the occupancy calculator: arithmetic on a config
+    "gpusim.compilers": {"gpusim.errors", "gpusim.config", "gpusim._host"},   # the real compilers in the loop
     "gpusim.trace": BASE,
-    "gpusim.cuda": BASE | {"gpusim.trace"},
-    "gpusim.triton": BASE | {"gpusim.trace"},
+    "gpusim.cuda": BASE | COMPILERS | {"gpusim.trace"},
+    "gpusim.triton": BASE | COMPILERS | {"gpusim.trace"},
     "gpusim.timing": BASE | {"gpusim.trace"},
     "gpusim.metrics": BASE | {"gpusim.trace", "gpusim.timing"},
     "gpusim.viz": BASE | {"gpusim.trace", "gpusim.timing", "gpusim.metrics"},
-    "gpusim.api": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz"},
-    "gpusim.validate": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
+    "gpusim.api": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz"},
+    "gpusim.validate": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
                                             "gpusim.api"},
-    "gpusim.cli": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
+    "gpusim.cli": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
                                        "gpusim.validate"},
     "gpusim": {"gpusim.api", "gpusim.config", "gpusim.errors", "gpusim.progress"},
 }
