@@ -76,6 +76,21 @@ def _cache_of(tuner) -> dict:
     return _CACHE.setdefault(tuner, {})
 
 
+def forget(kernel) -> None:
+    """Empty the configs an autotuned kernel chose per key (nothing for another kernel): its next launch of
+    any key simulates every config again."""
+    tuner = tuner_of(kernel)
+    if tuner is None:
+        return
+    _CACHE.pop(tuner, None)
+    own = getattr(tuner, "_gpusim_tuned", None)
+    if own is not None:
+        own.clear()
+        tuner.cache.clear()
+        tuner.best_config = None
+        tuner.configs_timings = None
+
+
 def _prune(tuner, named, kwargs):
     configs = list(tuner.configs)
     early = getattr(tuner, "early_config_prune", None)
