@@ -21,6 +21,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .api import check_launch, check_outputs, simulate_launch
     from .config import load_gpu
 
+    if "," in a.gpu:                                   # several presets: side by side
+        from .sweeper import cmd_run_presets
+        return cmd_run_presets(a)
     gpu = load_gpu(a.gpu)
     raw_params = _parse_params(a.param)
     mod = load_kernel_file(a.file)
@@ -101,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="simulate the launch() of a kernel file and print its report")
     r.add_argument("file")
-    r.add_argument("--gpu", default="h100", help="preset name (gpusim gpus) or a .toml config file")
+    r.add_argument("--gpu", default="h100", help="preset name (gpusim gpus) or a .toml config file; several, "
+                                                 "comma-separated (h100,h200,a100), print side by side")
     r.add_argument("-p", "--param", action="append", default=[], help="launch() parameter, key=value")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--html", metavar="FILE", help="write a self-contained HTML page with timeline and plots")
@@ -112,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show every parameter of PRESET (a name or a .toml file) with its unit and source")
     g.set_defaults(fn=cmd_gpus)
     from .sweeper import add_parser as add_sweep
+    from .tuner import add_parser as add_tune
     add_sweep(sub)
+    add_tune(sub)
     try:
         from .validate.cli import add_parser as add_validate
         add_validate(sub)
