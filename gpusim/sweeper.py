@@ -848,6 +848,7 @@ def run_presets(file: str, params: dict, gpus: list[str]) -> list[tuple[GPUConfi
             reports = simulate_launch(launch, cfg)
             checks = check_outputs(launch) if "reference" in launch else []
         out.append((cfg, reports, checks))
+        del launch                     # its arrays freed before the next preset's are placed (trace.first_fit)
     return out
 
 

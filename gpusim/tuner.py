@@ -164,7 +164,7 @@ def _tune_configs(file, mod, params, cfg, gpu, configs_path, jobs) -> TuneResult
         r = rows[i]
         ok = r["status"] != "error"
         out.append({"rank": rank, "config": _describe(items[i][0]), "params": dict(items[i][0]),
-                    "cycles": float(r["cycles"]) if ok else None, "us": r["us"] if ok else None,
+                    "cycles": r["cycles"] if ok else None, "us": r["us"] if ok else None,
                     "vs_best": r["cycles"] / best if ok and best else None,
                     "chosen": ok and rank == 1, "error": r["error"] if not ok else None})
     return TuneResult(file, cfg.name, "configs", out, kernel=Path(file).name)

@@ -237,8 +237,8 @@ def _publish_choice(tuner, key, tuned):
 
 def ranking(tuned: _Tuned, clock_mhz: float | None = None) -> list[dict]:
     """The configs tuning one key simulated, fastest first (configs that could not run last, in their order):
-    rank, config (text), kwargs (meta-parameters and launch options), cycles, us (with ``clock_mhz``), vs_best
-    (cycles / the fastest's), chosen, error."""
+    rank, config (text), kwargs (meta-parameters and launch options), cycles (rounded, as a Report's), us (with
+    ``clock_mhz``), vs_best (cycles / the fastest's), chosen, error."""
     timed = [c for c in tuned.cycles if c is not None]
     best = min(timed) if timed else None
     order = sorted(range(len(tuned.configs)),
@@ -247,7 +247,8 @@ def ranking(tuned: _Tuned, clock_mhz: float | None = None) -> list[dict]:
     for rank, i in enumerate(order, 1):
         c = tuned.cycles[i]
         rows.append({"rank": rank, "config": describe(tuned.configs[i]), "kwargs": _all_kwargs(tuned.configs[i]),
-                     "cycles": c, "us": (c / clock_mhz) if c is not None and clock_mhz else None,
+                     "cycles": None if c is None else round(c),        # as a Report's cycles
+                     "us": (c / clock_mhz) if c is not None and clock_mhz else None,
                      "vs_best": (c / best) if c is not None and best else None, "chosen": i == tuned.best,
                      "error": tuned.why[i] or None})
     return rows
