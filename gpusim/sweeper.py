@@ -654,6 +654,20 @@ class SweepResult:
         return s + "\nwrote " + ", ".join(files)
 
 
+def _start_method() -> str:
+    """How pool workers start: "fork" on Linux, so that a worker begins with gpusim and the kernel file already
+    imported (a spawned worker imports them again: 0.5 to 1 CPU second each, as much as a hundred small points
+    take); "spawn" elsewhere, or when GPUSIM_SWEEP_START=spawn.  Each point starts from the same state either
+    way: tuning caches are emptied before it, and addresses depend only on what is alive (trace.first_fit)."""
+    import multiprocessing as mp
+    want = os.environ.get("GPUSIM_SWEEP_START", "").strip().lower()
+    if want:
+        if want not in mp.get_all_start_methods():
+            raise UsageError(f"GPUSIM_SWEEP_START={want}: not a start method here ({', '.join(mp.get_all_start_methods())})")
+        return want
+    return "fork" if sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods() else "spawn"
+
+
 def _local(tasks: list[dict], jobs: int):
     """Rows as points finish: in this process (jobs == 1) or in a pool of ``jobs`` worker processes."""
     if jobs <= 1 or len(tasks) <= 1:
@@ -662,7 +676,11 @@ def _local(tasks: list[dict], jobs: int):
         return
     import concurrent.futures as cf
     import multiprocessing as mp
-    ctx = mp.get_context("spawn")              # fresh workers: no state (threads, locks, caches) from this process
+    method = _start_method()
+    if method == "fork":                       # the workers start with the engine and the kernel file imported
+        from . import api  # noqa: F401
+        _module(tasks[0]["kernel"], tasks[0].get("source"))
+    ctx = mp.get_context(method)
     with cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as ex:
         futs = [ex.submit(run_point, t) for t in tasks]
         try:
@@ -743,10 +761,6 @@ def sweep(spec: "str | os.PathLike | dict | Spec", jobs: int | None = None, dask
         _write_csv(csv_path, cols, [finish(rows[i]) for i in sorted(rows)])   # derived columns of this spec
     tasks = _tasks(sp, todo, points, ship_source=dask is not None)
     bar = None
-    if todo and progress is not False:
-        from tqdm import tqdm
-        bar = tqdm(total=len(todo), desc="sweep", unit="point", disable=None if progress is None else False,
-                   file=sys.stderr, leave=False)
     gen = _dask(tasks, dask, jobs) if dask is not None else _local(tasks, jobs)
     try:
         with open(csv_path, "a", newline="", encoding="utf-8") as f:
@@ -756,6 +770,10 @@ def sweep(spec: "str | os.PathLike | dict | Spec", jobs: int | None = None, dask
                 rows[r["point"]] = r
                 w.writerow([_cell(r.get(c)) for c in cols])
                 f.flush()
+                if bar is None and progress is not False:     # made after the pool's workers started (no
+                    from tqdm import tqdm                       # monitor thread in the parent when they fork)
+                    bar = tqdm(total=len(todo), desc="sweep", unit="point", file=sys.stderr, leave=False,
+                               disable=None if progress is None else False)
                 if bar is not None:
                     bar.update(1)
     finally:

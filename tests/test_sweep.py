@@ -151,8 +151,11 @@ def test_resume_refuses_a_table_of_another_spec(serial, tmp_path):
         sweeper.sweep(spec, jobs=1, out=str(out), progress=False)
 
 
-def test_process_pool_equals_serial(serial, tmp_path):
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_process_pool_equals_serial(serial, tmp_path, monkeypatch, start):
     spec, res = serial
+    monkeypatch.setenv("GPUSIM_SWEEP_START", start)
+    assert sweeper._start_method() == start
     par = sweeper.sweep(spec, jobs=2, out=str(tmp_path / "p"), progress=False)
     assert par.csv.read_text() == res.csv.read_text()
 

@@ -1,0 +1,91 @@
+"""Sweep speed: 200 small points serially and on a process pool (bar: the pool takes <= 55% of the serial time
+on two cores).
+
+    python benchmarks/sweep.py              # 200 points, jobs = all cores
+    python benchmarks/sweep.py --jobs 2 --points 100
+
+The points are kernels/tl_vector_add.py over 2 GPUs x 5 sizes x 5 BLOCKs x 4 num_warps (each a fraction of a
+second).  Both runs write their own folder; the tables must be identical row for row.  Prints one table:
+points, jobs, serial s, parallel s, ratio, whether the bar is met, and the CPU seconds each run used (the pool's
+workers included) with the host's load average: on a shared host the wall times depend on the other work.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+SPEC = """kernel = "{kernel}"
+gpu = ["h100", "a100"]
+[params]
+n = [2048, 4096, 8192, 16384, 32768]
+BLOCK = [128, 256, 512, 1024, 2048]
+num_warps = [1, 2, 4, 8]
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--points", type=int, default=200, help="run the first N points of the 200")
+    a = ap.parse_args()
+    from gpusim import sweeper
+    with tempfile.TemporaryDirectory() as d:
+        spec_path = os.path.join(d, "bench.toml")
+        with open(spec_path, "w") as f:
+            f.write(SPEC.format(kernel=os.path.join(ROOT, "kernels", "tl_vector_add.py")))
+        spec = sweeper.load_spec(spec_path)
+        points = spec.points()[:a.points]
+        # a spec of exactly the first N points: resume skips the rest when a CSV already holds them
+        times, cpu = {}, {}
+        for label, jobs in (("serial", 1), ("parallel", a.jobs)):
+            out = os.path.join(d, label)
+            os.makedirs(out)
+            _preload(spec, points, out)
+            c0 = _cpu()
+            t0 = time.perf_counter()
+            res = sweeper.sweep(spec_path, jobs=jobs, out=out, progress=False)
+            times[label] = time.perf_counter() - t0
+            cpu[label] = _cpu() - c0
+            assert res.ran == len(points), (res.ran, len(points))
+            assert res.errors == 0, [r["error"] for r in res.rows if r["error"]][:3]
+        same = open(os.path.join(d, "serial", "sweep.csv")).read() == open(os.path.join(d, "parallel",
+                                                                                           "sweep.csv")).read()
+    ratio = times["parallel"] / times["serial"]
+    load = os.getloadavg()[0]
+    print(f"{'points':>6}  {'jobs':>4}  {'serial s':>9}  {'parallel s':>10}  {'ratio':>6}  bar (<= 55%)  rows equal  "
+          f"{'serial cpu s':>12}  {'parallel cpu s':>14}  {'load':>5}")
+    print(f"{len(points):>6}  {a.jobs:>4}  {times['serial']:>9.1f}  {times['parallel']:>10.1f}  {ratio:>6.1%}  "
+          f"{'met' if ratio <= 0.55 else 'NOT met':<12}  {str(same):<10}  {cpu['serial']:>12.1f}  "
+          f"{cpu['parallel']:>14.1f}  {load:>5.1f}")
+    if load > (os.cpu_count() or 1):
+        print(f"note: the host's load average ({load:.1f}) exceeds its {os.cpu_count()} cores: other work shares them, "
+              f"so the wall times say little; 'cpu s' (this process and its workers) does not depend on it")
+    return 0 if same else 1
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished child processes (the pool's workers)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _preload(spec, points, out) -> None:
+    """Rows for the points past the first N, marked done, so that the sweep runs only N (resume)."""
+    from gpusim import sweeper
+    skip = spec.points()[len(points):]
+    if not skip:
+        return
+    rows = [{"point": i + len(points), **p, "status": "ok"} for i, p in enumerate(skip)]
+    sweeper._write_csv(Path(out) / "sweep.csv", spec.columns, rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
