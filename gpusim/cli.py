@@ -115,10 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("-v", "--verbose", metavar="PRESET",
                    help="show every parameter of PRESET (a name or a .toml file) with its unit and source")
     g.set_defaults(fn=cmd_gpus)
+    from .bench import add_parser as add_bench
     from .sweeper import add_parser as add_sweep
     from .tuner import add_parser as add_tune
     add_sweep(sub)
     add_tune(sub)
+    add_bench(sub)
     try:
         from .validate.cli import add_parser as add_validate
         add_validate(sub)

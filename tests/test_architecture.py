@@ -5,7 +5,7 @@ a function (a lazy import that goes back up is still a cycle).  A part is a subp
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
     base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
-    <-  viz, api  <-  kernelfile  <-  sweeper  <-  tuner  <-  cli, validate
+    <-  viz, api  <-  kernelfile  <-  sweeper, bench  <-  tuner  <-  cli, validate
 
 Every part is held to this (``CHECKED``).  ``cli`` is the entry point over everything, ``validate`` included.
 ``offenders(part)`` lists what a part does wrong; ``offenders("gpusim")`` gives the cycles of the whole package.
@@ -40,10 +40,13 @@ MAY_IMPORT: dict[str, set[str]] = {
                                            "gpusim.api", "gpusim.kernelfile"},
     "gpusim.tuner": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
                                          "gpusim.api", "gpusim.kernelfile", "gpusim.sweeper"},
+    # a Triton tutorial's benchmark section run with triton aliased to gpusim.triton
+    "gpusim.bench": BASE | FRONT_ENDS | {"gpusim.kernelfile"},
     "gpusim.validate": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
                                             "gpusim.api"},
     "gpusim.cli": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
-                                       "gpusim.validate", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner"},
+                                       "gpusim.validate", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner",
+                                       "gpusim.bench"},
     # the package's root also installs the timing engine, lazily, as trace.benchmarker (for autotune, do_bench)
     "gpusim": {"gpusim.api", "gpusim.config", "gpusim.errors", "gpusim.progress", "gpusim.trace", "gpusim.sweeper",
                "gpusim.tuner"},

@@ -261,3 +261,71 @@ def test_perf_report_prints_rows_and_writes_html(tmp_path, capsys):
     assert "scale-performance.html" in (tmp_path / "results.html").read_text()
     csv_rows = _csv(tmp_path / "scale-performance.csv")
     assert [int(r["size"]) for r in csv_rows] == sizes and csv_rows[0]["NumPy (GB/s)"] == ""
+
+
+TUTORIAL = '''\
+import numpy as np
+import triton
+import triton.language as tl
+
+DEVICE = triton.runtime.driver.active.get_active_torch_device()
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+             mask=mask)
+
+
+def add(x, y):
+    output = np.empty_like(x)
+    grid = lambda meta: (triton.cdiv(x.size, meta["BLOCK_SIZE"]), )
+    add_kernel[grid](x, y, output, x.size, BLOCK_SIZE=1024)
+    return output
+
+
+@triton.testing.perf_report(triton.testing.Benchmark(
+    x_names=["size"], x_vals=[4096, 16384], x_log=True, line_arg="provider", line_vals=["triton", "numpy"],
+    line_names=["Triton", "NumPy"], styles=[("blue", "-"), ("green", "-")], ylabel="GB/s",
+    plot_name="vector-add-performance", args={}))
+def benchmark(size, provider):
+    x = np.ones(size, np.float32)
+    y = np.ones(size, np.float32)
+    quantiles = [0.5, 0.2, 0.8]
+    if provider == "numpy":
+        ms, min_ms, max_ms = triton.testing.do_bench(lambda: x + y, quantiles=quantiles)
+    if provider == "triton":
+        ms, min_ms, max_ms = triton.testing.do_bench(lambda: add(x, y), quantiles=quantiles)
+    gbps = lambda ms: 3 * x.size * x.itemsize * 1e-9 / (ms * 1e-3)
+    return gbps(ms), gbps(max_ms), gbps(min_ms)
+
+
+benchmark.run(print_data=True, show_plots=True)
+'''
+
+
+def test_bench_runs_an_unchanged_tutorial(tmp_path, capsys):
+    script = tmp_path / "tutorial.py"
+    script.write_text(TUTORIAL)
+    out_dir = tmp_path / "plots"
+    assert main(["bench", str(script), "--gpu", "a100", "--save-path", str(out_dir)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "vector-add-performance:" and len(out) == 5 and "NumPy: not simulated" in out[4]
+    x, y = np.ones(16384, np.float32), np.ones(16384, np.float32)
+    rep = simulate(_scale_free_add(), (16,), x, y, np.empty_like(x), x.size, BLOCK_SIZE=1024, gpu="a100")
+    assert float(out[3].split()[2]) == pytest.approx(3 * 16384 * 4 * 1e-9 / (rep["time_us"] * 1e-6), rel=1e-5)
+    assert (out_dir / "vector-add-performance.html").exists()
+    import sys
+    assert "triton" not in sys.modules or sys.modules["triton"].__name__ == "triton"   # the alias is undone
+
+
+def _scale_free_add():
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+        offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < n_elements
+        tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+                 mask=mask)
+    return add_kernel
