@@ -681,15 +681,19 @@ def _local(tasks: list[dict], jobs: int):
         from . import api  # noqa: F401
         _module(tasks[0]["kernel"], tasks[0].get("source"))
     ctx = mp.get_context(method)
-    with cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as ex:
-        futs = [ex.submit(run_point, t) for t in tasks]
-        try:
-            for f in cf.as_completed(futs):
+    from concurrent.futures.process import BrokenProcessPool
+    ex = cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx)
+    try:
+        futs = {ex.submit(run_point, t): t["index"] for t in tasks}
+        for f in cf.as_completed(futs):
+            try:
                 yield f.result()
-        except BaseException:
-            for f in futs:
-                f.cancel()
-            raise
+            except BrokenProcessPool:
+                raise GpusimError(f"a sweep worker process died (killed, or out of memory) while point "
+                                  f"{futs[f]} or another ran; the rows that finished are in the CSV: run the "
+                                  f"sweep again to resume (--jobs 1 runs the points in this process)") from None
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
 
 
 def _dask(tasks: list[dict], address: str, jobs: int):

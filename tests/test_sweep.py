@@ -113,6 +113,20 @@ def test_rows_equal_direct_simulations(serial):
     assert res.html is not None and "plotly" in res.html.read_text()[:200000]
 
 
+def test_parquet_holds_the_rows(serial):
+    pq = pytest.importorskip("pyarrow.parquet")
+    spec, res = serial
+    assert res.parquet is not None
+    t = pq.read_table(res.parquet).to_pylist()
+    assert [r["cycles"] for r in t] == [r["cycles"] for r in res.rows] and t[3]["gpu"] == res.rows[3]["gpu"]
+
+
+def test_the_package_exports_sweep_and_tune():
+    import gpusim
+    from gpusim.tuner import tune
+    assert gpusim.sweep is sweeper.sweep and gpusim.tune is tune
+
+
 def test_failing_point_is_a_row_and_the_sweep_goes_on(tmp_path):
     spec = _spec(tmp_path, '[params]\nn = 4096\ndtype = ["float16", "float64", "float32"]\n')
     res = sweeper.sweep(spec, jobs=1, out=str(tmp_path / "o"), progress=False)
