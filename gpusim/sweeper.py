@@ -308,6 +308,10 @@ def load_spec(spec: "str | os.PathLike | dict", out: str | None = None) -> Spec:
         if a.name in seen or a.name in RESULT_COLUMNS or a.name == "point":
             raise UsageError(f"{a.where}: column {a.name!r} is given twice or is a result column's name")
         seen[a.name] = a.where
+        cells = [_cell(v) for v in a.values]
+        dup = next((v for i, v in enumerate(cells) if v in cells[:i]), None)
+        if dup is not None:
+            raise UsageError(f"{a.where}: {a.name} lists {dup} twice (each point is kept once, by its values)")
     # launch() parameters: each value checked against the signature (names, types), converted like -p values
     by_where = {a.name: a.where for a in axes if a.kind == "param"}
     for a in axes:
@@ -392,24 +396,25 @@ _LOCK = threading.Lock()          # one simulation at a time per process (the fr
 
 
 def _module(path: str, source: str | None):
-    """The kernel file, imported once per process.  A worker on another host that lacks the file (or has a
-    different one) imports the text shipped with the task instead."""
+    """The kernel file, imported once per process and text (an edited file is imported again).  A worker on
+    another host that lacks the file (or has a different one) imports the text shipped with the task instead."""
     from .kernelfile import load_kernel_file
-    mod = _MODULES.get(path)
+    try:
+        on_disk = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        on_disk = None
+    text = source if source is not None else on_disk
+    key = (path, hash(text))
+    mod = _MODULES.get(key)
     if mod is not None:
         return mod
     here = path
-    if source is not None:
-        try:
-            same = Path(path).read_text(encoding="utf-8") == source
-        except OSError:
-            same = False
-        if not same:
-            import tempfile
-            d = tempfile.mkdtemp(prefix="gpusim_sweep_")
-            here = os.path.join(d, os.path.basename(path))
-            Path(here).write_text(source, encoding="utf-8")
-    mod = _MODULES[path] = load_kernel_file(here)
+    if text is not None and on_disk != text:
+        import tempfile
+        d = tempfile.mkdtemp(prefix="gpusim_sweep_")
+        here = os.path.join(d, os.path.basename(path))
+        Path(here).write_text(text, encoding="utf-8")
+    mod = _MODULES[key] = load_kernel_file(here)
     return mod
 
 

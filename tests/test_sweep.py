@@ -78,6 +78,7 @@ def test_expansion_order_columns_and_units(tmp_path):
     ('[derived]\nx = "us * flopz"\n', r"s\.toml:3: derived column x: no column 'flopz' \(did you mean 'flops'\?\)"),
     ('[derived]\nx = "__import__(1)"\n', r"s\.toml:3: .*calls may only be to"),
     ('[plot]\nx = "M"\ny = "us"\n', r"s\.toml:3: plot column 'M' is not a column"),
+    ('[params]\nBLOCK = [256, 512, 256]\n', r"s\.toml:3: BLOCK lists 256 twice"),
     ('gpus = "h100"\n', r"s\.toml:2: unknown key 'gpus' in the sweep spec \(did you mean 'gpu'\?\)"),
 ])
 def test_spec_mistakes_name_the_spec_line(tmp_path, body, match):
