@@ -4,8 +4,8 @@ on two cores).
     python benchmarks/sweep.py              # 200 points, jobs = all cores
     python benchmarks/sweep.py --jobs 2 --points 100
 
-The points are kernels/tl_vector_add.py over 2 GPUs x 5 sizes x 5 BLOCKs x 4 num_warps (each a fraction of a
-second).  Both runs write their own folder; the tables must be identical row for row.  Prints one table:
+The points are kernels/tl_vector_add.py over 2 GPUs x 5 sizes (8K to 256K elements) x 5 BLOCKs x 4 num_warps (10 to
+300 ms of CPU each).  Both runs write their own folder; the tables must be identical row for row.  Prints one table:
 points, jobs, serial s, parallel s, ratio, whether the bar is met, and the CPU seconds each run used (the pool's
 workers included) with the host's load average: on a shared host the wall times depend on the other work.
 """
@@ -25,7 +25,7 @@ sys.path.insert(0, ROOT)
 SPEC = """kernel = "{kernel}"
 gpu = ["h100", "a100"]
 [params]
-n = [2048, 4096, 8192, 16384, 32768]
+n = [8192, 32768, 65536, 131072, 262144]
 BLOCK = [128, 256, 512, 1024, 2048]
 num_warps = [1, 2, 4, 8]
 """
