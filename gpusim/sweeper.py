@@ -668,7 +668,8 @@ def _start_method() -> str:
     want = os.environ.get("GPUSIM_SWEEP_START", "").strip().lower()
     if want:
         if want not in mp.get_all_start_methods():
-            raise UsageError(f"GPUSIM_SWEEP_START={want}: not a start method here ({', '.join(mp.get_all_start_methods())})")
+            raise UsageError(f"GPUSIM_SWEEP_START={want}: not a start method here "
+                             f"({', '.join(mp.get_all_start_methods())})")
         return want
     return "fork" if sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods() else "spawn"
 

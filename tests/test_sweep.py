@@ -272,7 +272,8 @@ def test_perf_report_prints_rows_and_writes_html(tmp_path, capsys):
         assert float(out[2 + i].split()[2]) == pytest.approx(want, rel=1e-5)
     assert len(table.rows if hasattr(table, "rows") and not hasattr(table, "iloc") else table) == 2
     html = (tmp_path / "scale-performance.html").read_text()
-    assert "Plotly.newPlot" in html and "Triton (GB" in html and "NumPy (GB" in html and (tmp_path / "plotly.min.js").exists()
+    assert "Plotly.newPlot" in html and "Triton (GB" in html and "NumPy (GB" in html
+    assert (tmp_path / "plotly.min.js").exists()
     assert "scale-performance.html" in (tmp_path / "results.html").read_text()
     csv_rows = _csv(tmp_path / "scale-performance.csv")
     assert [int(r["size"]) for r in csv_rows] == sizes and csv_rows[0]["NumPy (GB/s)"] == ""
