@@ -59,16 +59,41 @@ def main() -> int:
         same = open(os.path.join(d, "serial", "sweep.csv")).read() == open(os.path.join(d, "parallel",
                                                                                            "sweep.csv")).read()
     ratio = times["parallel"] / times["serial"]
+    host = _host_parallelism(a.jobs)
     load = os.getloadavg()[0]
     print(f"{'points':>6}  {'jobs':>4}  {'serial s':>9}  {'parallel s':>10}  {'ratio':>6}  bar (<= 55%)  rows equal  "
           f"{'serial cpu s':>12}  {'parallel cpu s':>14}  {'load':>5}")
     print(f"{len(points):>6}  {a.jobs:>4}  {times['serial']:>9.1f}  {times['parallel']:>10.1f}  {ratio:>6.1%}  "
           f"{'met' if ratio <= 0.55 else 'NOT met':<12}  {str(same):<10}  {cpu['serial']:>12.1f}  "
           f"{cpu['parallel']:>14.1f}  {load:>5.1f}")
+    print(f"host check: {a.jobs} pure-Python busy loops in a pool of {a.jobs} take {host:.0%} of their serial time "
+          f"(what this host lets a pool gain now; {1 / a.jobs:.0%} on idle cores)")
     if load > (os.cpu_count() or 1):
         print(f"note: the host's load average ({load:.1f}) exceeds its {os.cpu_count()} cores: other work shares them, "
               f"so the wall times say little; 'cpu s' (this process and its workers) does not depend on it")
     return 0 if same else 1
+
+
+def _busy(_=None) -> int:
+    s = 0
+    for i in range(4_000_000):
+        s += i & 7
+    return s
+
+
+def _host_parallelism(jobs: int) -> float:
+    """Wall time of ``jobs`` busy loops in a pool / run one after another: the speedup the host allows now (with
+    the kernel's autogroup scheduling, a session's processes share one slice of a busy host)."""
+    import multiprocessing as mp
+    t0 = time.perf_counter()
+    for _ in range(jobs):
+        _busy()
+    serial = time.perf_counter() - t0
+    with mp.get_context("fork").Pool(jobs) as pool:
+        t0 = time.perf_counter()
+        pool.map(_busy, range(jobs))
+        par = time.perf_counter() - t0
+    return par / serial
 
 
 def _cpu() -> float:
