@@ -5,7 +5,7 @@ a function (a lazy import that goes back up is still a cycle).  A part is a subp
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
     base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
-    <-  viz, api  <-  cli, validate
+    <-  viz, api  <-  kernelfile  <-  sweeper, bench  <-  tuner  <-  cli, validate
 
 ``compilers`` (the real compilers in the loop) stands on the base alone (errors; Triton and numba-cuda are
 optional and lazily imported); the front ends, ``api``, ``validate`` and ``cli`` may use it.
@@ -38,11 +38,23 @@ MAY_IMPORT: dict[str, set[str]] = {
     "gpusim.metrics": BASE | {"gpusim.trace", "gpusim.timing"},
     "gpusim.viz": BASE | {"gpusim.trace", "gpusim.timing", "gpusim.metrics"},
     "gpusim.api": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz"},
+    # the user's kernel file (import by path, launch() parameters): used by the command line, sweeps, tuning
+    "gpusim.kernelfile": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.api"},
+    # sweeps and tuning: many simulations of a kernel file, tables and plots of them
+    "gpusim.sweeper": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
+                                           "gpusim.api", "gpusim.kernelfile"},
+    "gpusim.tuner": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
+                                         "gpusim.api", "gpusim.kernelfile", "gpusim.sweeper"},
+    # a Triton tutorial's benchmark section run with triton aliased to gpusim.triton
+    "gpusim.bench": BASE | FRONT_ENDS | COMPILERS | {"gpusim.kernelfile"},
     "gpusim.validate": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
                                             "gpusim.api"},
     "gpusim.cli": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
-                                       "gpusim.validate"},
-    "gpusim": {"gpusim.api", "gpusim.config", "gpusim.errors", "gpusim.progress"},
+                                       "gpusim.validate", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner",
+                                       "gpusim.bench"},
+    # the package's root also installs the timing engine, lazily, as trace.benchmarker (for autotune, do_bench)
+    "gpusim": {"gpusim.api", "gpusim.config", "gpusim.errors", "gpusim.progress", "gpusim.trace", "gpusim.sweeper",
+               "gpusim.tuner"},
 }
 CHECKED = sorted(MAY_IMPORT)
 
