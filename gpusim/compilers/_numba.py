@@ -7,7 +7,7 @@ ISA NVVM emits) assembles it for ``sm_XY``: registers, static shared memory, sta
 GPU numba hands the PTX to the driver's JIT instead, which is the same ptxas of the driver's CUDA version.
 
 A kernel imported under ``gpusim run`` without a CUDA driver has ``gpusim.cuda`` where its source says
-``numba.cuda`` (``cli._numba_cuda_is_gpusim``); it is compiled with those names bound to the real numba-cuda
+``numba.cuda`` (``cuda.stand_in.numba_cuda_is_gpusim``); it is compiled with those names bound to the real numba-cuda
 (``_rebind``), its ``@cuda.jit(device=True)`` helpers recompiled as numba device functions."""
 from __future__ import annotations
 

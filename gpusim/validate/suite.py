@@ -14,6 +14,7 @@ the pure-Python simulator can replay every case in CI (most cases are a few mill
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -454,7 +455,12 @@ def load_kernel_module(path: str | Path):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":      # the CPU-mode children: numba's own simulator
+            spec.loader.exec_module(module)
+        else:                                                  # no CUDA driver: gpusim.cuda stands in for numba.cuda
+            from gpusim.cuda.stand_in import numba_cuda_is_gpusim
+            with numba_cuda_is_gpusim():
+                spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)
         raise
