@@ -8,7 +8,20 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["simulate", "session", "load_gpu", "preset_names", "Report"]
+__all__ = ["simulate", "session", "load_gpu", "preset_names", "Report", "sweep", "tune"]
+
+from . import trace as _trace
+
+
+def _benchmark(tr, gpu):
+    """The timing engine as ``trace.benchmarker`` (autotune, ``triton.testing.do_bench``), imported when first
+    used: a front end never imports the engine, and ``from gpusim import triton`` stays light."""
+    from . import api
+    return api._benchmark(tr, gpu)
+
+
+if _trace.benchmarker is None:
+    _trace.benchmarker = _benchmark
 
 
 def __getattr__(name: str):
@@ -16,6 +29,12 @@ def __getattr__(name: str):
     if name in ("simulate", "session", "Report"):
         from . import api
         return getattr(api, name)
+    if name == "sweep":
+        from .sweeper import sweep
+        return sweep
+    if name == "tune":
+        from .tuner import tune
+        return tune
     if name in ("load_gpu", "preset_names"):
         from . import config
         return getattr(config, name)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from . import compilers
 from . import trace as trace_mod
 from .config import GPUConfig, load_gpu
 from .errors import GpusimError, LaunchSpecError
@@ -93,17 +94,21 @@ def _cta_bar(total: int):
 
 def simulate(kernel: Any, grid: Any, *args: Any, gpu: "str | GPUConfig" = "h100", record_timeline: bool = False,
              policy: str | None = None, frontend: str | None = None,
-             progress: "Callable[[int], None] | bool | None" = None, **kw: Any) -> Report:
+             progress: "Callable[[int], None] | bool | None" = None, compiler: str | None = None,
+             **kw: Any) -> Report:
     """Run one kernel launch on the simulated GPU: compute its results and time it.
 
     CUDA-style kernels: ``simulate(kernel, grid, block, *args, shared_bytes=0, max_registers=None)``.
     Triton-style kernels: ``simulate(kernel, grid, *args, **meta)`` with constexprs, num_warps, num_stages.
     ``gpu`` is a preset name or a TOML config path.  ``progress``: see ``time_trace`` (by default a progress
-    bar over the grid's CTAs on a terminal, nothing otherwise).  Returns a ``Report``.
+    bar over the grid's CTAs on a terminal, nothing otherwise).  ``compiler``: where registers and shared memory
+    come from, ``"auto"`` / ``"builtin"`` / ``"real"`` (``gpusim.compilers``; None: ``$GPUSIM_COMPILER``, else
+    auto).  Returns a ``Report``.
     """
     cfg = load_gpu(gpu)
     t0 = time.perf_counter()
-    tr = trace_kernel(kernel, grid, *args, gpu=cfg, frontend=frontend, **kw)
+    with compilers.use(compiler):
+        tr = trace_kernel(kernel, grid, *args, gpu=cfg, frontend=frontend, **kw)
     return time_trace(tr, cfg, record_timeline=record_timeline, policy=policy, t_start=t0, progress=progress)
 
 
@@ -306,13 +311,15 @@ def simulate_step(step: dict, gpu: GPUConfig, record_timeline: bool = False) -> 
 
 
 def simulate_launch(launch: dict, gpu: "str | GPUConfig" = "h100", record_timeline: bool = False,
-                    progress: Callable[[int, int], None] | None = None) -> list[Report]:
-    """Simulate every step of a launch description; returns one Report per kernel launched."""
+                    progress: Callable[[int, int], None] | None = None, compiler: str | None = None) -> list[Report]:
+    """Simulate every step of a launch description; returns one Report per kernel launched.  ``compiler``: see
+    ``simulate``."""
     cfg = load_gpu(gpu)
     steps = launch_steps(launch)
     out = []
     for i, st in enumerate(steps):
-        out.append(simulate_step(st, cfg, record_timeline))
+        with compilers.use(compiler):
+            out.append(simulate_step(st, cfg, record_timeline))
         if progress:
             progress(i + 1, len(steps))
     return out

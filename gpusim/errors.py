@@ -106,3 +106,8 @@ class LaunchError(GpusimError):
 class CooperativeLaunchTooLarge(LaunchError):
     """A cooperative launch (a kernel using ``cuda.cg.this_grid()``) whose grid cannot be resident at once:
     CUDA's ``cudaErrorCooperativeLaunchTooLarge`` / ``CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE``."""
+
+
+class CompilerUnavailable(GpusimError):
+    """The real compiler (Triton, or numba-cuda + ptxas) was asked for (``--compiler real``,
+    ``GPUSIM_COMPILER=real``) but cannot run on this host: not installed, or a tool it needs is missing."""

@@ -4,8 +4,8 @@
 then, for every kernel launched, re-simulates the recorded trace on idealized chips (``Report.explain``;
 ``gpusim.timing.counterfactual`` says what each idealization changes) and prints the limiter and the
 "without X: N cycles (-Y%)" lines ranked by saving.  ``--json`` prints the explanations as JSON, ``--html F``
-writes the report page with an explanation section per kernel.  Its job is the command only: reading the kernel
-file is ``gpusim.cli``'s (handed in by ``cli.cmd_explain``, so that this module does not import the CLI).
+writes the report page with an explanation section per kernel.  The kernel file is read as every command reads
+it (``gpusim.kernelfile``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import sys
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    """Register ``explain`` on the ``gpusim`` subcommand parsers; returns its parser (cli sets its function)."""
+    """Register ``explain`` on the ``gpusim`` subcommand parsers."""
+    from . import compilers
     e = sub.add_parser("explain", help="rank the causes of a kernel's lost cycles by re-simulating it on "
                                        "idealized chips")
     e.add_argument("file")
@@ -24,18 +25,26 @@ def add_parser(sub) -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print the explanations as JSON")
     e.add_argument("--html", metavar="FILE", help="write the HTML report page with an explanation section per "
                                                   "kernel")
+    e.add_argument("--compiler", choices=compilers.MODES, default=None,
+                   help="registers / shared memory from the real compiler or the built-in estimate (as gpusim run)")
+    e.set_defaults(fn=cmd_explain)
     return e
 
 
-def run_explain(a: argparse.Namespace, load_launch, user_code) -> int:
-    """``gpusim explain``: ``load_launch(a)`` -> (gpu, launch dict) and ``user_code(path)`` (a context turning the
-    kernel file's exceptions into errors naming its file:line) come from ``gpusim.cli``."""
+def cmd_explain(a: argparse.Namespace) -> int:
+    """``gpusim explain``: simulate the launch, explain every kernel, print (text or JSON), write the page."""
+    from . import compilers
     from .api import simulate_launch
+    from .config import load_gpu
+    from .kernelfile import _parse_params, _UserCode, launch_params, load_kernel_file, make_launch
     from .progress import StepProgress
 
-    gpu, launch = load_launch(a)
+    gpu = load_gpu(a.gpu)
+    raw = _parse_params(a.param)
+    mod = load_kernel_file(a.file)
+    launch = make_launch(mod, launch_params(mod.launch, raw, a.file), a.file)
     tty = not a.json and sys.stderr.isatty()
-    with user_code(a.file):
+    with _UserCode(a.file), compilers.use(a.compiler):
         reports = simulate_launch(launch, gpu, record_timeline=bool(a.html),
                                   progress=StepProgress("simulating") if tty else None)
     explanations = []

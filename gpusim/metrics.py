@@ -258,6 +258,8 @@ def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: 
         "engine_memory": mem, "wall_s": wall_s, "timing_s": timing_s,
         "sim_inst_per_s": c["inst"] / wall_s if wall_s else None,
         "occupancy_limits": occ.limits,
+        # which compiler's registers / shared memory the occupancy used (gpusim.compilers)
+        "compiler": (trace.meta.get("compiler") or {}).get("label", "built-in estimate"),
     }
     rep = Report(kernel=trace.name, gpu=gpu.name, metrics=M, context=ctx, trace=trace, engine=res, config=gpu)
     for n in [*gpu.notes, *getattr(trace, "notes", ()), *getattr(res, "notes", ())]:
@@ -279,6 +281,8 @@ def format_report(r: Report) -> str:
     """The report as a plain-text table: gpusim name, value, unit, Nsight Compute metric."""
     lines = [f"kernel {r.kernel} on {r.gpu}  grid {tuple(r.context.get('grid', ()))} "
              f"block {tuple(r.context.get('block', ()))}"]
+    if r.context.get("compiler"):
+        lines.append(f"compiler: {r.context['compiler']}")
     width = 30
     for title, keys in SECTIONS:
         lines.append(f"\n{title}")

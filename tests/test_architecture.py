@@ -5,7 +5,10 @@ a function (a lazy import that goes back up is still a cycle).  A part is a subp
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
     base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
-    <-  viz, api  <-  explain (the ``gpusim explain`` command), validate  <-  cli
+    <-  viz, api  <-  kernelfile  <-  sweeper, bench, explain  <-  tuner  <-  cli, validate
+
+``compilers`` (the real compilers in the loop) stands on the base alone (errors; Triton and numba-cuda are
+optional and lazily imported); the front ends, ``api``, ``validate`` and ``cli`` may use it.
 
 Every part is held to this (``CHECKED``).  ``cli`` is the entry point over everything, ``validate`` included.
 ``offenders(part)`` lists what a part does wrong; ``offenders("gpusim")`` gives the cycles of the whole package.
@@ -22,24 +25,39 @@ PACKAGE = "gpusim"
 
 BASE = {"gpusim.errors", "gpusim.config", "gpusim._host", "gpusim.progress", "gpusim.occupancy"}
 FRONT_ENDS = {"gpusim.cuda", "gpusim.triton"}
+COMPILERS = {"gpusim.compilers"}
 MAY_IMPORT: dict[str, set[str]] = {
     **{p: set() for p in BASE},
     "gpusim.config": {"gpusim.errors"},                          # its ConfigError is a GpusimError
     "gpusim.occupancy": {"gpusim.config", "gpusim.errors"},      # the occupancy calculator: arithmetic on a config
+    "gpusim.compilers": {"gpusim.errors", "gpusim.config", "gpusim._host"},   # the real compilers in the loop
     "gpusim.trace": BASE,
-    "gpusim.cuda": BASE | {"gpusim.trace"},
-    "gpusim.triton": BASE | {"gpusim.trace"},
+    "gpusim.cuda": BASE | COMPILERS | {"gpusim.trace"},
+    "gpusim.triton": BASE | COMPILERS | {"gpusim.trace"},
     "gpusim.timing": BASE | {"gpusim.trace"},
     "gpusim.metrics": BASE | {"gpusim.trace", "gpusim.timing"},
     "gpusim.viz": BASE | {"gpusim.trace", "gpusim.timing", "gpusim.metrics"},
-    "gpusim.api": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz"},
-    "gpusim.explain": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
-                                           "gpusim.api"},                 # the `gpusim explain` command
-    "gpusim.validate": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
+    "gpusim.api": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz"},
+    # the user's kernel file (import by path, launch() parameters): used by the command line, sweeps, tuning
+    "gpusim.kernelfile": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.api"},
+    # sweeps and tuning: many simulations of a kernel file, tables and plots of them
+    "gpusim.sweeper": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
+                                           "gpusim.api", "gpusim.kernelfile"},
+    "gpusim.tuner": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
+                                         "gpusim.api", "gpusim.kernelfile", "gpusim.sweeper"},
+    # the `gpusim explain` command: a kernel file's launches re-simulated on idealized chips (Report.explain)
+    "gpusim.explain": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
+                                           "gpusim.api", "gpusim.kernelfile"},
+    # a Triton tutorial's benchmark section run with triton aliased to gpusim.triton
+    "gpusim.bench": BASE | FRONT_ENDS | COMPILERS | {"gpusim.kernelfile"},
+    "gpusim.validate": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
                                             "gpusim.api"},
-    "gpusim.cli": BASE | FRONT_ENDS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
-                                       "gpusim.validate", "gpusim.explain"},
-    "gpusim": {"gpusim.api", "gpusim.config", "gpusim.errors", "gpusim.progress"},
+    "gpusim.cli": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
+                                       "gpusim.validate", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner",
+                                       "gpusim.bench", "gpusim.explain"},
+    # the package's root also installs the timing engine, lazily, as trace.benchmarker (for autotune, do_bench)
+    "gpusim": {"gpusim.api", "gpusim.config", "gpusim.errors", "gpusim.progress", "gpusim.trace", "gpusim.sweeper",
+               "gpusim.tuner"},
 }
 CHECKED = sorted(MAY_IMPORT)
 

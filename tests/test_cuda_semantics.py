@@ -578,6 +578,40 @@ def test_compile_errors():
         run(k_store_float_index, 1, 1, np.zeros(3))
 
 
+@cuda.jit
+def k_atomic_max(a, out):
+    i = cuda.grid(1)
+    cuda.atomic.max(out, 0, a[i])
+
+
+@cuda.jit
+def k_atomic_add(a, out):
+    i = cuda.grid(1)
+    cuda.atomic.add(out, 0, a[i])
+
+
+@cuda.jit
+def k_atomic_inc(out):
+    cuda.atomic.inc(out, 0, 7)
+
+
+@pytest.mark.parametrize("kernel,dtype,ok", [
+    (k_atomic_max, np.int8, False), (k_atomic_add, np.float16, False), (k_atomic_add, np.int16, False),
+    (k_atomic_inc, np.int32, False), (k_atomic_inc, np.uint32, True), (k_atomic_max, np.int64, True),
+    (k_atomic_add, np.float64, True)])
+def test_atomics_typed_as_numba_cuda_types_them(kernel, dtype, ok):
+    """numba-cuda's typing has atomics for 32/64-bit ints and floats only (inc/dec: unsigned): the others fail to
+    compile there, so they are compile errors here too, naming the line."""
+    out = np.zeros(1, dtype)
+    args = (out,) if kernel is k_atomic_inc else (np.arange(32).astype(dtype), out)
+    if ok:
+        run(kernel, 1, 32, *args)
+        return
+    with pytest.raises(CompileError, match=f"has no implementation for a {np.dtype(dtype).name} array") as ei:
+        run(kernel, 1, 32, *args)
+    assert "test_cuda_semantics.py:" in str(ei.value)
+
+
 # ---- less common features ---------------------------------------------------------------------------------------
 
 LUT = np.array([1.5, 2.5, 3.5, 4.5], np.float64)

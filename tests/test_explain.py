@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from gpusim.api import simulate_launch
-from gpusim.cli import load_kernel_file, main
+from gpusim.cli import main
+from gpusim.kernelfile import load_kernel_file
 from gpusim.errors import GpusimError
 from gpusim.metrics import Report
 from gpusim.timing.counterfactual import (IDEAL_KEYS, compaction, divergent_fraction, perfectly_coalesced, replay,

@@ -14,6 +14,14 @@ from . import costs as C_
 from .values import EMPTY, ArrayRef, SubArray, V, _union
 
 
+# the array dtypes numba-cuda's typing accepts per atomic (its cudadecl): a float16 add or an int8 max fails to compile
+_ATOMIC_ALL = ("float64", "float32", "int32", "uint32", "int64", "uint64")
+_ATOMIC_INT = ("int32", "uint32", "int64", "uint64")
+_ATOMIC_DTYPES = {"and_": _ATOMIC_INT, "or_": _ATOMIC_INT, "xor": _ATOMIC_INT, "exch": _ATOMIC_INT,
+                  "cas": _ATOMIC_INT, "compare_and_swap": _ATOMIC_INT, "inc": ("uint32", "uint64"),
+                  "dec": ("uint32", "uint64")}
+
+
 class Atomics:
     """The chunk's (``runtime.Chunk``) atomic operations."""
 
@@ -26,8 +34,10 @@ class Atomics:
             return V(arr.dtype.type(0), (), False)
         if arr.space in ("local", "const"):
             raise self._err(UnsupportedConstruct, f"cuda.atomic.{op} on a {arr.space} array", line)
-        if op in ("exch", "cas", "inc", "dec", "and_", "or_", "xor") and arr.dtype.kind not in "iu":
-            raise self._err(CompileError, f"cuda.atomic.{op} needs an integer array, not {arr.dtype}", line)
+        allowed = _ATOMIC_DTYPES.get(op, _ATOMIC_ALL)
+        if arr.dtype.name not in allowed:
+            raise self._err(CompileError, f"cuda.atomic.{op} has no implementation for a {arr.dtype} array (numba-cuda "
+                            f"types it for {', '.join(allowed)})", line)
         vals = [self._val(a, line) for a in args]
         flat, deps, runtime, nwrap = self._index(arr, idx, line, True)
         S = (self.C, self.P)

@@ -23,7 +23,7 @@ Host side: ``triton.runtime.driver.active`` answers for the simulated GPU (devic
 ``kernel.warmup(...)`` gives ``n_regs`` / ``metadata.shared`` estimates; ``data_ptr(array)`` is the device address
 a launch gives a numpy array (or CPU torch tensor), to build pointer tables a kernel casts with
 ``.to(tl.pointer_type(...))`` (tutorial 08); ``@autotune`` simulates every config of a new key and keeps the
-fastest.
+fastest; ``testing.do_bench`` / ``testing.perf_report`` time a tutorial's benchmark section by simulation.
 """
 from __future__ import annotations
 
@@ -31,13 +31,13 @@ import functools
 import sys
 
 from .. import trace as _trace
-from . import _launch, language, runtime
+from . import _launch, language, runtime, testing
 from ._dtypes import constexpr
 from ._buffers import data_ptr
 from ._launch import execute, resolve, run_launch, trace_launch
 
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
-           "trace_launch", "run_launch", "constexpr", "runtime", "data_ptr", "set_allocator"]
+           "trace_launch", "run_launch", "constexpr", "runtime", "testing", "data_ptr", "set_allocator"]
 
 
 

@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from .. import trace as _trace
+from ..config import load_gpu
 from ..errors import CompileError, LaunchError
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()    # a real Triton Autotuner -> {key: _Tuned}
@@ -74,6 +75,21 @@ def _cache_of(tuner) -> dict:
     if own is not None:
         return own
     return _CACHE.setdefault(tuner, {})
+
+
+def forget(kernel) -> None:
+    """Empty the configs an autotuned kernel chose per key (nothing for another kernel): its next launch of
+    any key simulates every config again."""
+    tuner = tuner_of(kernel)
+    if tuner is None:
+        return
+    _CACHE.pop(tuner, None)
+    own = getattr(tuner, "_gpusim_tuned", None)
+    if own is not None:
+        own.clear()
+        tuner.cache.clear()
+        tuner.best_config = None
+        tuner.configs_timings = None
 
 
 def _prune(tuner, named, kwargs):
@@ -205,7 +221,7 @@ def execute(kernel, tuner, grid, args, kwargs, *, record: bool, gpu, execute_spe
     else:
         tr = execute_spec(spec, grid, args, kwargs, record=record, gpu=gpu)
     if tr is not None:
-        _annotate(tr, tuned, fresh)
+        _annotate(tr, tuned, fresh, gpu)
     return tr
 
 
@@ -219,7 +235,33 @@ def _publish_choice(tuner, key, tuned):
     tuner.configs_timings = {c: (float("inf") if t is None else t) for c, t in zip(tuned.configs, tuned.cycles)}
 
 
-def _annotate(tr, tuned: _Tuned, fresh: bool):
+def ranking(tuned: _Tuned, clock_mhz: float | None = None) -> list[dict]:
+    """The configs tuning one key simulated, fastest first (configs that could not run last, in their order):
+    rank, config (text), kwargs (meta-parameters and launch options), cycles (rounded, as a Report's), us (with
+    ``clock_mhz``), vs_best (cycles / the fastest's), chosen, error."""
+    timed = [c for c in tuned.cycles if c is not None]
+    best = min(timed) if timed else None
+    order = sorted(range(len(tuned.configs)),
+                   key=lambda i: (tuned.cycles[i] is None, tuned.cycles[i] or 0.0, i))
+    rows = []
+    for rank, i in enumerate(order, 1):
+        c = tuned.cycles[i]
+        rows.append({"rank": rank, "config": describe(tuned.configs[i]), "kwargs": _all_kwargs(tuned.configs[i]),
+                     "cycles": None if c is None else round(c),        # as a Report's cycles
+                     "us": (c / clock_mhz) if c is not None and clock_mhz else None,
+                     "vs_best": (c / best) if c is not None and best else None, "chosen": i == tuned.best,
+                     "error": tuned.why[i] or None})
+    return rows
+
+
+def _clock_mhz(gpu) -> float | None:
+    try:
+        return load_gpu(gpu).chip.sm_clock_mhz
+    except Exception:  # noqa: BLE001 -- a note's detail; the launch itself already used this gpu
+        return None
+
+
+def _annotate(tr, tuned: _Tuned, fresh: bool, gpu=None):
     cfg = tuned.configs[tuned.best]
     n = len(tuned.configs)
     timed = [c for c in tuned.cycles if c is not None]
@@ -240,8 +282,20 @@ def _annotate(tr, tuned: _Tuned, fresh: bool):
             note = (f"autotune: key {tuned.key} seen before: the cached fastest config, {describe(cfg)}, was used "
                     f"(chosen when its first launch {how})")
     tr.notes.append(note)
+    rows = ranking(tuned, _clock_mhz(gpu) if gpu is not None else None)
+    if timed:
+        for r in rows:
+            if r["cycles"] is None:
+                what = f"could not run: {r['error']}"
+            else:
+                us = f" ({r['us']:,.2f} us)" if r["us"] is not None else ""
+                what = f"{r['cycles']:,.0f} cycles{us}, " + ("fastest" if r["rank"] == 1 else
+                                                                f"{r['vs_best']:.2f}x the fastest")
+            tr.notes.append(f"autotune rank {r['rank']}/{len(rows)}: {r['config']}: {what}"
+                            + (" <- chosen" if r["chosen"] else ""))
     tr.meta["autotune"] = {
         "key": repr(tuned.key), "cached": not fresh, "chosen": describe(cfg), "seconds": tuned.seconds,
         "configs": [{"config": describe(c), "cycles": t, "error": w or None}
                     for c, t, w in zip(tuned.configs, tuned.cycles, tuned.why)],
+        "ranking": rows,
     }

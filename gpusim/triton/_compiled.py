@@ -6,7 +6,9 @@ Triton's ``warmup`` compiles without launching and returns a ``CompiledKernel``;
 (nothing the caller holds is written) over the given grid, and the object reports the lowering's estimates:
 ``n_regs`` (registers per thread, ``_resources.register_estimate``, capped at 255), ``n_spills`` (the excess, as
 ptxas spills it), ``metadata.shared`` (bytes of shared memory per CTA, ``shared_estimate``), ``metadata.num_warps``
-/ ``num_stages`` / ``num_ctas`` / ``name`` / ``target``.
+/ ``num_stages`` / ``num_ctas`` / ``name`` / ``target``.  With the real compiler in the loop (``gpusim.compilers``,
+mode auto or real) ``n_regs`` and ``metadata.shared`` are Triton's own (ptxas' register count, at least 16) and
+``n_spills`` is Triton's: the local memory bytes per thread / 4.
 """
 from __future__ import annotations
 

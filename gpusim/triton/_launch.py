@@ -26,6 +26,7 @@ from . import _control
 from . import _core as C
 from . import _lower as L
 from . import _ops_descriptor as D
+from . import _realcc
 from . import _rewrite
 from ._strict import kernel_builtins
 from . import language as tl
@@ -192,7 +193,10 @@ def resolve(kernel, config=None) -> Spec:
     heur = []
     config = _config_tuple(config) if config is not None else None
     k = kernel
+    jit_options: dict = {}
     for _ in range(8):
+        if not jit_options and isinstance(getattr(k, "fn", None), types.FunctionType):
+            jit_options = _jit_options(k)
         kind = type(k).__name__
         if hasattr(k, "configs") and hasattr(k, "fn") and kind in ("Autotuner",):
             cfgs = list(k.configs)
@@ -205,12 +209,31 @@ def resolve(kernel, config=None) -> Spec:
             k = k.fn
             continue
         if isinstance(k, types.FunctionType):
-            return Spec(k, heur, config)
+            spec = Spec(k, heur, config)
+            spec.jit_options = jit_options
+            return spec
         if hasattr(k, "fn"):
             k = k.fn
             continue
         break
     raise GpusimError(f"cannot simulate {kernel!r}: not a Triton kernel (@triton.jit function) or a Python function")
+
+
+_JIT_OPTION_KEYS = ("do_not_specialize", "do_not_specialize_on_alignment", "noinline", "debug")
+
+
+def _jit_options(k) -> dict:
+    """The ``@triton.jit(...)`` options of a JIT function (a real Triton one or gpusim's) that change how the real
+    compiler specializes or builds it."""
+    src = getattr(k, "options", None)
+    if not isinstance(src, dict):
+        src = {a: getattr(k, a, None) for a in _JIT_OPTION_KEYS}
+    out = {}
+    for a in _JIT_OPTION_KEYS:
+        v = src.get(a)
+        if v:
+            out[a] = list(v) if isinstance(v, (list, tuple)) else v
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -528,6 +551,7 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
     spec = kernel if isinstance(kernel, Spec) else resolve(kernel)
     kfn = compiled(spec.fn)
     IGNORED_CALLS.clear()
+    launch_options = {k: kwargs[k] for k in _realcc._OPTION_KEYS if k in kwargs}
     vals, W, S = bind(spec, args, kwargs)
     grid3 = _grid_of(grid, vals, W, S)
     n = grid3[0] * grid3[1] * grid3[2]
@@ -576,7 +600,8 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
         start += size
     if not record:
         return None
-    return _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n)
+    cc = _realcc.outcome(spec, vals, values0, W, S, launch_options, cfg)
+    return _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc, values0)
 
 
 def _checked(t, spec):
@@ -600,12 +625,21 @@ def _checked(t, spec):
     return t
 
 
-def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace:
+def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, values0=None) -> KernelTrace:
     tables = L.merge_tables(tables)
     regs_est, reg_basis = L.register_estimate(stats, W)
     regs = min(cfg.sm.max_registers_per_thread, max(16, regs_est))
     spill = max(0, regs_est - cfg.sm.max_registers_per_thread)
-    smem, smem_basis = L.shared_estimate(stats)
+    smem_est, smem_basis = L.shared_estimate(stats)
+    smem = smem_est
+    real = cc.result if cc is not None else None
+    local_bytes = spill * 4
+    if real is not None:
+        # the real compiler's allocation replaces the estimate (which stays in meta for comparison)
+        # (at least 16 per thread are allocated, as for the estimate: Nsight reports 16 for kernels ptxas gives
+        # fewer, records/ncu_*.json)
+        regs, smem, local_bytes = max(16, real.registers), real.shared_bytes, real.stack_bytes
+        spill = real.stack_bytes // 4                  # Triton's n_spills: the local memory size / 4
     if smem > cfg.sm.max_shared_per_cta_bytes:
         file, first = _rewrite.source_of(spec.fn)[2], _rewrite.source_of(spec.fn)[1]
         raise LaunchError(f"{file}:{first}: kernel {spec.name!r}: out of resource: shared memory, Required: {smem}, "
@@ -627,12 +661,18 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n) -> KernelTrace
                                  "excess spills to local memory)"},
         "shared_memory": smem_basis,
         "programs_per_chunk": chunk,
+        "compiler": cc.meta() if cc is not None else {"label": "built-in estimate", "used": "builtin"},
     }
+    if real is not None:
+        meta["registers"]["compiled"] = real.registers
+        meta["shared_memory"]["estimate"] = smem_est
+        meta["shared_memory"]["compiled"] = real.shared_bytes
     tr = KernelTrace(name=spec.name, frontend="triton", grid=grid3, block=(WARP * W, 1, 1), regs_per_thread=regs,
                      shared_bytes_per_cta=smem, tables=tables, source_file=src_file, source_lines=source_lines,
-                     local_bytes_per_thread=spill * 4, flops=float(stats.flops), meta=meta)
+                     local_bytes_per_thread=local_bytes, flops=float(stats.flops), meta=meta)
     for text in sorted(IGNORED_CALLS):
         tr.note(text)
+    _realcc.notes(tr, spec, values0 or {}, cc)
     for where, (waits, rounds) in stats.waits.items():
         meta.setdefault("spin_waits", {})[where] = {"waits": waits, "most_rounds": rounds}
         tr.notes.append(

@@ -18,8 +18,18 @@ REPORT_KEYS = ["cycles", "inst_executed", "dram_bytes_read", "dram_bytes_write",
 
 
 def _select(pattern: str | None, skip_heavy: bool, frontend: str | None):
+    import re
+    from ..errors import UsageError
     from .suite import select
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise UsageError(f"validate report: --cases {pattern!r} is not a regular expression: {e}") from None
     cases = select(pattern)
+    if pattern is not None and not cases:
+        raise UsageError(f"validate report: no suite case matches --cases {pattern!r} (case names: python -c "
+                         f"'from gpusim.validate.suite import CASES; print([c.name for c in CASES])')")
     if skip_heavy:
         cases = [c for c in cases if "heavy" not in c.tags]
     if frontend:
@@ -48,7 +58,15 @@ def format_rows(rows, keys=REPORT_KEYS) -> str:
 def cmd_report(a: argparse.Namespace) -> int:
     from ..progress import StepProgress
     from .compare import compare, pair_orders, summarize
-    from .records import device_info
+    from ..config import load_gpu
+    from ..errors import UsageError
+    from .records import device_info, use_gpu
+    from .suite import HELD_OUT_GROUPS
+    load_gpu(a.gpu)                                    # a bad preset is a one-line error before anything runs
+    try:
+        use_gpu(a.records or a.gpu)
+    except ValueError as e:
+        raise UsageError(f"validate report: {e} (give --records h100 to compare a preset with the H100's)") from None
     cases = _select(a.cases, a.skip_heavy, a.frontend)
     prog = StepProgress("cases", unit="case") if sys.stderr.isatty() else None
     rows = compare(cases, a.gpu, progress=prog, cache=a.cache, jobs=a.jobs)
@@ -61,6 +79,18 @@ def cmd_report(a: argparse.Namespace) -> int:
         if s:
             print(f"{k:<28} n={s.n:3d}  MAPE {s.mape_pct:7.1f}%  max {s.max_abs_err_pct:7.1f}% ({s.worst_case})"
                   f"  log-corr {s.corr:.3f}")
+    held = [r for r in rows if r.group in HELD_OUT_GROUPS or r.group.startswith("scn_")]
+    if held and len(held) < len(rows):
+        print("cycles by population (MAPE):")
+        for label, sel in (("in-sample suite", [r for r in rows if r not in held]),
+                           ("held-out families (nb_docs, tlb, writeback)",
+                            [r for r in held if r.group in HELD_OUT_GROUPS]),
+                           ("scenario cases (collected after the calibration)",
+                            [r for r in held if r.group.startswith("scn_")])):
+            s = summarize(sel, "cycles")
+            if s:
+                print(f"  {label:<50} n={s.n:3d}  MAPE {s.mape_pct:6.1f}%  worst {s.max_abs_err_pct:6.1f}% "
+                      f"({s.worst_case})")
     pairs = pair_orders(rows)
     if pairs:
         ok = sum(p[3] == p[2] for p in pairs)
@@ -104,7 +134,9 @@ def add_parser(sub) -> None:
     r.add_argument("--cases", help="regular expression on case names")
     r.add_argument("--frontend", choices=["cuda", "triton"])
     r.add_argument("--skip-heavy", action="store_true", help="leave out the cases tagged heavy")
-    r.add_argument("--gpu", default="h100")
+    r.add_argument("--gpu", default="h100", help="preset simulated (and, unless --records, whose records are read: "
+                                                 "h100, h200)")
+    r.add_argument("--records", metavar="GPU", help="read this GPU's records (default: the --gpu preset's)")
     r.add_argument("--json", metavar="FILE")
     r.add_argument("--html", metavar="FILE", help="write the plots (scatter, matmul sweep) as an HTML page")
     r.add_argument("--cache", metavar="FILE", help="reuse/store predictions in FILE (interactive work)")

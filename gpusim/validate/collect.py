@@ -58,14 +58,14 @@ def run_timing(args) -> int:
     if device == "cuda":
         import triton.testing
     rec = Record(args.out, "timing")
-    cases = suite.select(args.cases, args.shard)
+    cases = suite.select(args.cases, args.shard, suite.SUITES[args.suite])
     skip = _done_cases(args.skip_done)
     rec.data["device_mode"] = device
     rec.data["env"] = environment(gpu=device == "cuda")
     rec.data["clocks_before"] = rec.data["env"].get("nvidia_smi", {})
     rec.data["do_bench"] = {"warmup_ms": 25, "rep_ms": 100, "statistic": "median of return_mode='all'",
                             "l2_flush": "triton clears a 256 MB buffer before every run (cold L2)"}
-    rec.data["selection"] = {"cases": args.cases, "shard": args.shard, "n": len(cases)}
+    rec.data["selection"] = {"suite": args.suite, "cases": args.cases, "shard": args.shard, "n": len(cases)}
     rec.save()
     t_start = time.time()
     for n_done, case in enumerate(cases):
@@ -307,7 +307,7 @@ def ncu_child(args) -> int:
         # on the CPU modes the cases run at their tiny CPU sizes
         targets = [(c.name, (lambda c=c: PreparedCase(
                         suite.load_case(c, suite.cpu_params(c) if device == "cpu" else None), device, c.name)), {})
-                   for c in suite.select(args.cases, args.shard)]
+                   for c in suite.select(args.cases, args.shard, suite.SUITES[args.suite])]
     entries: list[dict] = []
     t_start = time.time()
 
@@ -398,6 +398,8 @@ def main(argv=None) -> int:
     mode.add_argument("--compile-check", action="store_true", help="compile every case for --arch without a GPU")
     ap.add_argument("--out", help="JSON record to write (rewritten after every case)")
     ap.add_argument("--cases", help="regular expression on case names (re.search)")
+    ap.add_argument("--suite", choices=sorted(suite.SUITES), default="main",
+                    help="case list: main (the validation suite) or tune (autotuning configs x sizes)")
     ap.add_argument("--shard", help="i/n: run every n-th selected case starting at the i-th (1-based)")
     ap.add_argument("--time-budget", type=float, default=480.0,
                     help="seconds after which no new case is started (default 480)")

@@ -48,8 +48,11 @@ def _report_row(r) -> dict[str, float]:
     return row
 
 
-def predict(case: Case | str, gpu: Any = "h100") -> dict[str, float]:
-    """Simulate one suite case; metrics combined over its kernels like the records'."""
+def predict(case: Case | str, gpu: Any = "h100", compiler: str | None = None) -> dict[str, float]:
+    """Simulate one suite case; metrics combined over its kernels like the records'.  ``compiler``: registers and
+    shared memory from ``gpusim.compilers``' mode; None: ``$GPUSIM_COMPILER`` when set, else the built-in estimate
+    (the published validation numbers and the calibrations were made with it)."""
+    import os
     from ..api import simulate_launch
     from ..config import load_gpu
     if isinstance(case, str):
@@ -57,7 +60,8 @@ def predict(case: Case | str, gpu: Any = "h100") -> dict[str, float]:
     cfg = load_gpu(gpu)
     t0 = time.perf_counter()
     launch = load_case(case)
-    reports = simulate_launch(launch, cfg)
+    reports = simulate_launch(launch, cfg, compiler=compiler or os.environ.get("GPUSIM_COMPILER", "").strip()
+                              or "builtin")
     rows = [_report_row(r) for r in reports]
     out: dict[str, float] = {}
     for key, (metric, how) in records.NCU_METRICS.items():

@@ -133,7 +133,7 @@ def run_compile_check(args) -> int:
         tools["nvvm_error"] = repr(e)
     rec.save()
     numba_cache: dict = {}
-    for case in suite.select(args.cases, args.shard):
+    for case in suite.select(args.cases, args.shard, suite.SUITES[getattr(args, "suite", "main")]):
         entry = case.to_json()
         rec.data["cases"][case.name] = entry
         t0 = time.time()

@@ -38,7 +38,7 @@ def cpu_targets(args) -> list[dict]:
         return [{"name": Path(f).stem, "kernel_file": f, "params": dict(suite.CPU_PARAMS[f]),
                  "frontend": "triton" if Path(f).name.startswith("tl_") else "cuda"} for f in files]
     targets, seen = [], {}
-    for c in suite.select(args.cases, args.shard):
+    for c in suite.select(args.cases, args.shard, suite.SUITES[getattr(args, "suite", "main")]):
         params = suite.cpu_params(c)
         key = (c.kernel_file, json.dumps(params, sort_keys=True, default=str))
         t = {"name": c.name, "kernel_file": c.kernel_file, "params": params, "frontend": c.frontend}

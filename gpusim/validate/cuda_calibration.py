@@ -109,10 +109,12 @@ def measured(case_name: str) -> list[dict]:
 
 
 def cases(pattern: str | None = None) -> list:
-    """The non-heavy CUDA suite cases (those the calibration is held to), optionally filtered."""
-    from .suite import CASES
+    """The non-heavy CUDA suite cases (those the calibration is held to; not the held-out families), optionally
+    filtered."""
+    from .suite import CASES, HELD_OUT_GROUPS
     rx = re.compile(pattern) if pattern else None
-    return [c for c in CASES if c.frontend == "cuda" and "heavy" not in c.tags and (rx is None or rx.search(c.name))]
+    return [c for c in CASES if c.frontend == "cuda" and "heavy" not in c.tags and c.group not in HELD_OUT_GROUPS
+            and (rx is None or rx.search(c.name))]
 
 
 def compare(pattern: str | None = None, progress=None) -> list[dict]:

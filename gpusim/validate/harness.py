@@ -559,6 +559,8 @@ def _child_cmd(args, extra: list[str]) -> list[str]:
         cmd += ["--cases", args.cases]
     if args.shard:
         cmd += ["--shard", args.shard]
+    if getattr(args, "suite", "main") != "main":
+        cmd += ["--suite", args.suite]
     if args.micro:
         cmd += ["--micro"]
     if args.quick:

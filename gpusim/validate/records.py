@@ -1,4 +1,4 @@
-"""The committed H100 records, read back as one measured value per case and metric.
+"""The committed H100 (and H200: ``records/h200/``) records, read back as one measured value per case and metric.
 
 Records are the JSON files in ``records/`` written by ``collect.py`` on the GPU machine: ``timing.json``
 (do_bench medians, CUPTI device times, compiler facts), ``ncu_*.json`` (Nsight Compute counters, one row per
@@ -9,10 +9,33 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 RECORDS_DIR = Path(__file__).with_name("records")
+#: the GPU whose records are read: ``h100`` (``records/``) or another preset name with a folder ``records/<name>/``
+#: (``records/h200/``); set by ``use_gpu`` through the environment so worker processes read the same records
+RECORDS_GPU_ENV = "GPUSIM_RECORDS_GPU"
+
+
+def records_gpus() -> list[str]:
+    """The GPUs with committed records."""
+    return ["h100"] + sorted(p.name for p in RECORDS_DIR.iterdir() if p.is_dir() and any(p.glob("timing*.json")))
+
+
+def records_dir() -> Path:
+    name = os.environ.get(RECORDS_GPU_ENV, "h100").strip().lower() or "h100"
+    return RECORDS_DIR if name == "h100" else RECORDS_DIR / name
+
+
+def use_gpu(name: str) -> None:
+    """Read the records of GPU ``name`` from now on (this process and the workers it starts).  ValueError when
+    there are none."""
+    name = name.strip().lower()
+    if name not in records_gpus():
+        raise ValueError(f"no hardware records for GPU {name!r}: records exist for {', '.join(records_gpus())}")
+    os.environ[RECORDS_GPU_ENV] = name
 
 # gpusim metric key -> (Nsight Compute metric, how steps combine: "sum" | "max" | "wavg:<weight metric>" | "first")
 NCU_METRICS: dict[str, tuple[str, str]] = {
@@ -44,30 +67,41 @@ for _r in ("selected", "not_selected", "long_scoreboard", "short_scoreboard", "b
 
 
 @functools.lru_cache(maxsize=None)
-def _load(name: str) -> dict:
-    with open(RECORDS_DIR / name) as f:
+def _load_from(d: Path, name: str) -> dict:
+    with open(d / name) as f:
         return json.load(f)
 
 
+def _load(name: str) -> dict:
+    return _load_from(records_dir(), name)
+
+
 def record_files(prefix: str) -> list[str]:
-    return sorted(p.name for p in RECORDS_DIR.glob(f"{prefix}*.json"))
+    return sorted(p.name for p in records_dir().glob(f"{prefix}*.json"))
+
+
+def ncu_cases() -> dict[str, dict]:
+    """case name -> its ncu record (all shards merged)."""
+    return _ncu_cases(records_dir())
 
 
 @functools.lru_cache(maxsize=None)
-def ncu_cases() -> dict[str, dict]:
-    """case name -> its ncu record (all shards merged)."""
+def _ncu_cases(d: Path) -> dict[str, dict]:
     out: dict[str, dict] = {}
-    for fn in record_files("ncu_"):
-        out.update(_load(fn)["cases"])
+    for fn in sorted(p.name for p in d.glob("ncu_*.json")):
+        out.update(_load_from(d, fn)["cases"])
     return out
 
 
-@functools.lru_cache(maxsize=None)
 def timing_cases() -> dict[str, dict]:
+    return _timing_cases(records_dir())
+
+
+@functools.lru_cache(maxsize=None)
+def _timing_cases(d: Path) -> dict[str, dict]:
     out: dict[str, dict] = {}
-    for fn in record_files("timing"):
-        d = _load(fn)["cases"]
-        out.update(d)
+    for fn in sorted(p.name for p in d.glob("timing*.json")):
+        out.update(_load_from(d, fn)["cases"])
     return out
 
 
@@ -136,8 +170,8 @@ def micro() -> dict[str, dict]:
     """Microbenchmark entries by name, timed and (where profiled) with their ncu metrics."""
     out: dict[str, dict] = {}
     for fn in ("micro.json", "micro_ncu.json"):
-        if (RECORDS_DIR / fn).exists():
-            d = _load(fn)
+        if (RECORDS_DIR / fn).exists():            # the H100's: the calibration microbenchmarks
+            d = _load_from(RECORDS_DIR, fn)
             for name, e in d.get("cases", d.get("entries", {})).items():
                 out.setdefault(name, {}).update({("ncu" if "ncu" in fn else "timed"): e})
     return out

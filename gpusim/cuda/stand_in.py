@@ -1,0 +1,53 @@
+"""numba.cuda stand-in: a kernel file written for numba-cuda (``from numba import cuda``) runs on gpusim's SIMT front
+end on a host without a CUDA driver, the way ``NUMBA_ENABLE_CUDASIM=1`` hands it numba's own simulator."""
+from __future__ import annotations
+
+import contextlib
+import ctypes.util
+import importlib.util
+import sys
+
+_NUMBA_CUDA_MODULES = ("numba.cuda", "numba.cuda.random", "numba.cuda.types", "numba.cuda.cg")
+
+
+@contextlib.contextmanager
+def numba_cuda_is_gpusim():
+    """Without a CUDA driver, numba-cuda's host API (``cuda.to_device``, ``create_xoroshiro128p_states``, eager
+    signatures) cannot run, so a kernel file's ``from numba import cuda`` gets ``gpusim.cuda`` while it is imported,
+    as ``NUMBA_ENABLE_CUDASIM=1`` hands it numba's own simulator.  With a driver, or without numba, nothing changes."""
+    if ctypes.util.find_library("cuda") is not None or importlib.util.find_spec("numba") is None:
+        yield
+        return
+    import numba
+    from .. import cuda as gcuda
+    missing = object()
+    saved = {k: sys.modules.get(k, missing) for k in _NUMBA_CUDA_MODULES}
+    attr = numba.__dict__.get("cuda", missing)
+    sys.modules.update({"numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
+                        "numba.cuda.cg": gcuda.cg})
+    numba.cuda = gcuda
+    guard = _NoOtherNumbaCuda()
+    sys.meta_path.insert(0, guard)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(guard)
+        for k, v in saved.items():
+            if v is missing:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+        if attr is missing:
+            numba.__dict__.pop("cuda", None)
+        else:
+            numba.cuda = attr
+
+
+class _NoOtherNumbaCuda:
+    """While ``gpusim.cuda`` stands in for ``numba.cuda``, numba-cuda's other submodules are not importable (an
+    ImportError, which a kernel file can catch, instead of numba-cuda's import redirector looping)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("numba.cuda.") and name not in _NUMBA_CUDA_MODULES:
+            raise ImportError(f"{name}: not available without a CUDA driver (gpusim.cuda stands in for numba.cuda)")
+        return None

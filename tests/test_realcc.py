@@ -1,0 +1,395 @@
+"""The real compilers in the loop (gpusim.compilers): registers and shared memory from Triton's pipeline and from
+numba-cuda + ptxas, compiled on this host for sm_90 without a GPU, equal what cuobjdump reads from the cubin and
+what the committed compile record (records/compile_sm90_local.json, read with cuobjdump) says; the cache, the
+switch, the report line and rejected kernels.
+
+The rest of the suite runs with GPUSIM_COMPILER=builtin (conftest.py); these tests opt into the real compiler.
+Each test gets an empty cache directory (GPUSIM_CACHE_DIR) unless it shares the module's.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpusim import compilers
+from gpusim.compilers import _tools
+from gpusim.errors import CompileError, UsageError
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = json.loads((ROOT / "gpusim/validate/records/compile_sm90_local.json").read_text())
+
+try:
+    import triton
+    TRITON = None
+except ImportError as e:                                    # pragma: no cover - Triton is a test dependency here
+    triton, TRITON = None, f"Triton is not installed ({e}): the real Triton compiler cannot run"
+needs_triton = pytest.mark.skipif(TRITON is not None, reason=TRITON or "")
+
+
+def _record(case, step=0):
+    return RECORD["cases"][case]["kernels"][step]
+
+
+def _cuobjdump(cubin_file) -> dict:
+    out = subprocess.run([_tools.tool("cuobjdump"), "--dump-resource-usage", cubin_file], capture_output=True,
+                         text=True, check=True).stdout
+    import re
+    return {k: int(re.search(rf"\b{k}:(\d+)", out).group(1)) for k in ("REG", "SHARED", "LOCAL")}
+
+
+@pytest.fixture(scope="module")
+def cache_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("gpusim-cache")
+
+
+@pytest.fixture
+def shared_cache(cache_root, monkeypatch):
+    monkeypatch.setenv("GPUSIM_CACHE_DIR", str(cache_root))
+    compilers.clear_memory_cache()
+    return cache_root / "compile"
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUSIM_CACHE_DIR", str(tmp_path))
+    compilers.clear_memory_cache()
+    return tmp_path / "compile"
+
+
+def _load(name):
+    from gpusim.cli import load_kernel_file
+    return load_kernel_file(str(ROOT / "kernels" / name))
+
+
+def _triton_trace(launch, mode="real"):
+    from gpusim.triton import trace_launch
+    with compilers.use(mode):
+        return trace_launch(launch["kernel"], launch["grid"], launch["args"], launch["meta"])
+
+
+def _cuda_trace(launch, mode="real"):
+    from gpusim.cuda import trace_launch
+    with compilers.use(mode):
+        return trace_launch(launch["kernel"], launch["grid"], launch["block"], launch["args"],
+                            shared_bytes=launch.get("shared_bytes", 0))
+
+
+# ---- Triton ---------------------------------------------------------------------------------------------------
+
+@needs_triton
+def test_triton_vector_add_registers_equal_cuobjdump(shared_cache):
+    tr = _triton_trace(_load("tl_vector_add.py").launch(n=4096))
+    c = tr.meta["compiler"]
+    assert c["used"] == "real" and c["label"] == f"triton {triton.__version__}, sm_90a"
+    cubin = next(shared_cache.glob("*.cubin"))
+    ru = _cuobjdump(str(cubin))
+    assert c["registers"] == ru["REG"] == _record("tl_vector_add_n4096")["n_regs"] == 20
+    assert tr.regs_per_thread == 20                      # the trace (occupancy) uses it
+    assert c["shared_bytes"] == tr.shared_bytes_per_cta == _record("tl_vector_add_n4096")["shared_bytes"] == 0
+    assert tr.meta["registers"]["estimate"] != 20 or tr.meta["registers"]["compiled"] == 20
+    # the SASS read back: 16-byte vector loads and stores (fp16 x 8), attributed to the kernel's lines
+    sass = json.loads(next(shared_cache.glob("*.json")).read_text())["sass"]
+    assert sass["mem_widths"] == {"LDG": {"128": 2}, "STG": {"128": 1}}
+    first = compilers.def_line(_load("tl_vector_add.py").add_kernel.fn)
+    assert {int(k) for k in sass["lines"]} <= set(range(first, first + 8))
+
+
+@needs_triton
+def test_triton_matmul_config_registers_and_shared_memory(shared_cache):
+    """A 64x64x32 fp16 matmul config (4 warps, 4 stages): registers equal cuobjdump's and the record's;
+    shared memory equals Triton's metadata.shared in the record (4 stages x (64x32 + 32x64) x 2 B)."""
+    launch = _load("tl_matmul.py").launch(M=128, N=128, K=128, BM=64, BN=64, BK=32, num_warps=4, num_stages=4)
+    tr = _triton_trace(launch)
+    c = tr.meta["compiler"]
+    rec = _record("tl_matmul_1408_64x64x32")
+    assert (rec["num_warps"], rec["num_stages"]) == (4, 4)
+    cubins = sorted(shared_cache.glob("*.cubin"), key=os.path.getmtime)
+    assert c["registers"] == _cuobjdump(str(cubins[-1]))["REG"] == rec["n_regs"] == 60
+    assert c["shared_bytes"] == tr.shared_bytes_per_cta == rec["shared_bytes"] == 4 * (64 * 32 + 32 * 64) * 2
+    assert tr.regs_per_thread == 60
+    assert c["spill_store_bytes"] == 0
+
+
+@needs_triton
+def test_triton_specialization_matches_gpusims_assumption(fresh_cache):
+    """Triton's binder decides divisibility by 16 from the values gpusim gives it: n = 4096 and aligned pointers
+    are divisible, n = 1000 is not, a pointer one fp16 element into its array is not; gpusim assumes the same
+    (no note), and the register counts differ as the SASS does (scalar loads for the unaligned pointer)."""
+    mod = _load("tl_vector_add.py")
+    from gpusim.triton import trace_launch
+    x = np.ones(1001, np.float16)
+    y = np.ones(1000, np.float16)
+    out = np.zeros(1000, np.float16)
+    with compilers.use("real"):
+        tr = trace_launch(mod.add_kernel, (1,), [x[1:], y, out, 1000], {"BLOCK": 1024})
+    res = compilers._cache.load(next(fresh_cache.glob("*.json")).stem)
+    assert res.signature["divisibility_16"] == ["out_ptr", "y_ptr"]
+    assert not any("specialized" in n for n in tr.notes)
+    assert res.sass["mem_widths"]["LDG"].get("16", 0) >= 8    # x: 16-bit loads, one element each
+
+
+# ---- numba-cuda -------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def numba_ok(tmp_path_factory):
+    """Skip when numba-cuda cannot compile here (not installed, or libnvvm / libnvrtc missing), with the reason."""
+    pytest.importorskip("numba.cuda", reason="numba-cuda is not installed")
+    from gpusim.compilers import NumbaRequest, _numba
+
+    def k(a):
+        a[0] = 1.0
+    old = os.environ.get("GPUSIM_CACHE_DIR")
+    os.environ["GPUSIM_CACHE_DIR"] = str(tmp_path_factory.mktemp("probe"))
+    try:
+        _numba.available()
+        compilers.compile_for(NumbaRequest(k, [["array", np.dtype(np.float32), 1, "C"]], {}, (9, 0), "k"), "real")
+    except compilers.CompilerUnavailable as e:
+        pytest.skip(str(e))
+    finally:
+        if old is None:
+            os.environ.pop("GPUSIM_CACHE_DIR", None)
+        else:
+            os.environ["GPUSIM_CACHE_DIR"] = old
+    return True
+
+
+def test_numba_matmul_tiled_registers_and_shared_memory(numba_ok, shared_cache):
+    tr = _cuda_trace(_load("matmul_tiled.py").launch(n=64))
+    c = tr.meta["compiler"]
+    assert c["used"] == "real" and c["label"].startswith("numba-cuda ") and c["label"].endswith(", sm_90")
+    cubins = sorted(shared_cache.glob("*.cubin"), key=os.path.getmtime)
+    ru = _cuobjdump(str(cubins[-1]))
+    assert c["registers"] == ru["REG"] == _record("matmul_tiled_n256")["n_regs"] == 32
+    # two 16 x 16 fp32 tiles; cuobjdump's SHARED adds the 1 KB sm_90 reserves per CTA that uses shared memory
+    assert c["shared_bytes"] == tr.shared_bytes_per_cta == 2 * 16 * 16 * 4 == ru["SHARED"] - 1024
+    assert tr.regs_per_thread == 32
+
+
+def test_numba_small_kernel_gets_the_16_register_floor(numba_ok, shared_cache):
+    """ptxas gives vector_add 15 registers (the record's cuobjdump count); 16 are allocated (Nsight's
+    launch__registers_per_thread in records/ncu_1of2.json), as the estimate's floor."""
+    tr = _cuda_trace(_load("vector_add.py").launch(n=1024))
+    assert tr.meta["compiler"]["registers"] == _record("vector_add_n1024")["n_regs"] == 15
+    assert tr.regs_per_thread == 16
+
+
+def test_numba_rejected_kernel(numba_ok, fresh_cache, tmp_path):
+    """cuda.atomic.max on int8: numba has no such atomic.  Every mode: an error at the call's line."""
+    f = tmp_path / "nb_atomic_i8.py"
+    f.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+
+
+        @cuda.jit
+        def k(a, out):
+            i = cuda.grid(1)
+            if i < a.size:
+                cuda.atomic.max(out, 0, a[i])
+
+
+        def launch():
+            a = np.arange(64, dtype=np.int8)
+            out = np.zeros(1, np.int8)
+            return {"kernel": k, "grid": (1,), "block": (64,), "args": [a, out]}
+        '''))
+    from gpusim.cli import load_kernel_file
+    launch = load_kernel_file(str(f)).launch()
+    with pytest.raises(CompileError) as ei:
+        _cuda_trace(launch, "real")
+    assert f"{f}:10" in str(ei.value) and "numba-cuda" in str(ei.value) and "atomic.max" in str(ei.value)
+    # gpusim's own front end is as strict (numba-cuda's atomic typing), so auto and builtin refuse it too
+    for mode in ("auto", "builtin"):
+        with pytest.raises(CompileError) as ei:
+            _cuda_trace(launch, mode)
+        assert f"{f}:10" in str(ei.value) and "atomic.max" in str(ei.value) and "int8" in str(ei.value)
+
+
+# ---- the cache ----------------------------------------------------------------------------------------------
+
+@needs_triton
+def test_cache_hit_on_second_call_and_corrupt_entry_recompiled(fresh_cache):
+    launch = _load("tl_vector_add.py").launch(n=4096)
+    s0 = dict(compilers.STATS)
+    _triton_trace(launch)
+    assert compilers.STATS["compiles"] == s0["compiles"] + 1
+    entries = list(fresh_cache.glob("*.json"))
+    assert len(entries) == 1
+    compilers.clear_memory_cache()                       # a new process: only the disk cache is left
+    tr = _triton_trace(launch)
+    assert compilers.STATS["compiles"] == s0["compiles"] + 1 and compilers.STATS["disk_hits"] == s0["disk_hits"] + 1
+    assert tr.meta["compiler"]["registers"] == 20
+    entries[0].write_text('{"compiler": "triton", "registers": ')     # truncated
+    compilers.clear_memory_cache()
+    tr = _triton_trace(launch)
+    assert compilers.STATS["compiles"] == s0["compiles"] + 2
+    assert tr.meta["compiler"]["registers"] == 20
+    assert json.loads(entries[0].read_text())["registers"] == 20   # rewritten
+
+
+@needs_triton
+def test_cache_key_follows_source_and_specialization(fresh_cache):
+    from gpusim.compilers import TritonRequest, _cache, _triton
+    mod = _load("tl_vector_add.py")
+    base = dict(fn=mod.add_kernel.fn, params=[("ptr", "fp16", 4096), ("ptr", "fp16", 8192), ("ptr", "fp16", 12288),
+                                              ("int", 4096), ("constexpr", 1024)],
+                options={"num_warps": 4, "num_stages": 3}, capability=(9, 0), name="add_kernel")
+    k0 = _cache.key(_triton.key_parts(TritonRequest(**base)))
+    assert k0 == _cache.key(_triton.key_parts(TritonRequest(**base)))
+    for change in ({"params": base["params"][:3] + [("int", 4097), ("constexpr", 1024)]},
+                   {"options": {"num_warps": 8, "num_stages": 3}}, {"capability": (8, 0)}):
+        assert _cache.key(_triton.key_parts(TritonRequest(**{**base, **change}))) != k0
+
+
+def test_cache_dir_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPUSIM_CACHE_DIR", str(tmp_path / "a"))
+    assert compilers.cache_dir() == tmp_path / "a" / "compile"
+    monkeypatch.delenv("GPUSIM_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert compilers.cache_dir() == tmp_path / "x" / "gpusim" / "compile"
+
+
+# ---- the switch, the report --------------------------------------------------------------------------------
+
+@needs_triton
+def test_report_says_which_compiler(shared_cache):
+    import gpusim
+    mod = _load("tl_vector_add.py")
+    L = mod.launch(n=4096)
+    real = gpusim.simulate(L["kernel"], L["grid"], *L["args"], compiler="real", progress=False, **L["meta"])
+    assert f"compiler: triton {triton.__version__}, sm_90a" in str(real).splitlines()[1]
+    built = gpusim.simulate(L["kernel"], L["grid"], *L["args"], compiler="builtin", progress=False, **L["meta"])
+    assert str(built).splitlines()[1] == "compiler: built-in estimate"
+    assert built["registers_per_thread"] == built.context["trace_meta"]["registers"]["estimate"]
+    assert real["registers_per_thread"] == 20
+
+
+@needs_triton
+def test_builtin_switch_honored(monkeypatch, fresh_cache, capsys):
+    """GPUSIM_COMPILER=builtin (and --compiler builtin) compile nothing; --compiler real overrides the env."""
+    from gpusim.cli import main
+    monkeypatch.setenv("GPUSIM_COMPILER", "builtin")
+    s0 = dict(compilers.STATS)
+    tr = _triton_trace(_load("tl_vector_add.py").launch(n=4096), mode=None)
+    assert tr.meta["compiler"] == {"label": "built-in estimate", "mode": "builtin", "used": "builtin"}
+    assert compilers.STATS == s0 and not list(fresh_cache.glob("*"))
+    f = str(ROOT / "kernels" / "tl_vector_add.py")
+    assert main(["run", f, "-p", "n=4096", "--compiler", "builtin"]) == 0
+    assert "compiler: built-in estimate" in capsys.readouterr().out
+    assert compilers.STATS == s0
+    assert main(["run", f, "-p", "n=4096", "--compiler", "real"]) == 0
+    assert f"compiler: triton {triton.__version__}, sm_90a" in capsys.readouterr().out
+
+
+def test_bad_mode_is_a_usage_error(monkeypatch, capsys):
+    monkeypatch.setenv("GPUSIM_COMPILER", "fast")
+    with pytest.raises(UsageError, match="GPUSIM_COMPILER=fast: unknown compiler mode 'fast'"):
+        compilers.mode()
+    from gpusim.cli import main
+    assert main(["run", str(ROOT / "kernels" / "tl_vector_add.py"), "--compiler", "fast"]) == 2
+    assert "invalid choice: 'fast'" in capsys.readouterr().err
+
+
+@needs_triton
+def test_triton_rejected_kernel_real_errors_auto_falls_back(fresh_cache, tmp_path):
+    """A loop-carried accumulator that changes type (int32 -> fp32): gpusim runs it, Triton's compiler rejects
+    it.  real: a CompileError at the loop's line; auto: the built-in estimate with a note saying why."""
+    f = tmp_path / "tl_loop_type.py"
+    f.write_text(textwrap.dedent('''
+        import numpy as np
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            acc = tl.zeros([BLOCK], dtype=tl.int32)
+            for i in range(4):
+                acc = acc + tl.load(x_ptr + i * BLOCK + offs)
+            tl.store(out_ptr + offs, acc)
+
+
+        def launch():
+            x = np.ones(256, np.float32)
+            return {"kernel": k, "grid": (1,), "args": [x, np.zeros(64, np.float32)], "meta": {"BLOCK": 64}}
+        '''))
+    from gpusim.cli import load_kernel_file
+    launch = load_kernel_file(str(f)).launch()
+    with pytest.raises(CompileError) as ei:
+        _triton_trace(launch, "real")
+    msg = str(ei.value)
+    assert msg.startswith(f"{f}:11, in kernel 'k': Triton {triton.__version__} (sm_90a) rejects the kernel")
+    assert "Loop-carried variable acc" in msg
+    tr = _triton_trace(launch, "auto")
+    assert tr.meta["compiler"]["used"] == "builtin" and tr.meta["compiler"]["fallback_reason"] == msg
+    assert any(n.startswith("compiler: the real compiler was not used") for n in tr.notes)
+
+
+@needs_triton
+def test_real_mode_without_triton_is_a_clear_error(monkeypatch, fresh_cache):
+    """Triton missing: real mode raises CompilerUnavailable (the CLI's one-line error), auto falls back."""
+    from gpusim.compilers import _triton
+    monkeypatch.setattr(_triton, "_STATE", {"error": "Triton is not importable (ImportError: no module)"})
+    launch = _load("tl_vector_add.py").launch(n=4096)
+    with pytest.raises(compilers.CompilerUnavailable, match="Triton is not importable"):
+        _triton_trace(launch, "real")
+    tr = _triton_trace(launch, "auto")
+    assert tr.meta["compiler"]["fallback_reason"] == "Triton is not importable (ImportError: no module)"
+
+
+# ---- reading the tools' output (no compiler needed) ----------------------------------------------------------
+
+PTXAS_LOG = """ptxas info    : 0 bytes gmem
+ptxas info    : Function properties for __internal_1_$__cuda_sm3x_div_rn_noftz_f32_slowpath
+    8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function 'matmul_kernel' for 'sm_90a'
+ptxas info    : Function properties for matmul_kernel
+    24 bytes stack frame, 20 bytes spill stores, 28 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]
+ptxas info    : Compile time = 11.791 ms
+"""
+
+NVDISASM = """
+        .text.k:
+	//## File "/src/k.py", line 21
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+	//## File "/src/k.py", line 24
+        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0020*/              @!P0 LDG.E.U16 R8, desc[UR4][R2.64] ;
+        /*0030*/                   FFMA R9, R4, R5, R6 ;
+	//## File "/lib/helpers.py", line 7 inlined at "/src/k.py", line 30
+        /*0040*/                   MUFU.RCP R10, R9 ;
+        /*0050*/                   IMAD.WIDE R2, R0, 0x4, R2 ;
+	//## File "/src/k.py", line 31
+        /*0060*/                   STG.E desc[UR4][R2.64], R10 ;
+        /*0070*/                   EXIT ;
+        /*0080*/                   BRA 0x80;
+        /*0090*/                   NOP;
+"""
+
+
+def test_ptxas_log_reading():
+    """The entry function's numbers, not a helper's; every field from its line."""
+    r = _tools.parse_ptxas_log(PTXAS_LOG)
+    assert r == {"registers": 255, "barriers": 1, "smem": 2048, "stack_bytes": 24, "spill_store_bytes": 20,
+                 "spill_load_bytes": 28}
+    with pytest.raises(ValueError):
+        _tools.parse_ptxas_log("ptxas info    : 0 bytes gmem\n")
+
+
+def test_sass_reading_per_line_pipe_and_width():
+    from gpusim.compilers import _sass
+    s = _sass.summarize(NVDISASM, "/src/k.py")
+    assert s["total"] == 10 and s["total_no_nop"] == 9
+    assert s["lines"] == {"21": {"LDC": 1}, "24": {"LDG.E.128": 1, "LDG.E.U16": 1, "FFMA": 1},
+                          "30": {"MUFU.RCP": 1, "IMAD.WIDE": 1}, "31": {"STG.E": 1, "EXIT": 1, "BRA": 1, "NOP": 1}}
+    assert s["mem_widths"] == {"LDG": {"128": 1, "16": 1}, "STG": {"32": 1}}
+    assert s["per_pipe"] == {"fp32": 2, "sfu": 1, "lsu": 3, "branch": 2, "uniform": 1, "other": 1}
+    assert _sass.pipe_of("F2F.F64.F32") == "fp64" and _sass.pipe_of("ULDC.64") == "uniform"
+    assert _sass.pipe_of("HGMMA.64x128x16.F32") == "tensor" and _sass.pipe_of("LOP3.LUT") == "int"

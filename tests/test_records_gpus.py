@@ -1,0 +1,44 @@
+"""Hardware records per GPU: the H100's in records/, the H200's in records/h200/ (the whole suite, collected the same
+way), chosen with ``gpusim validate report --gpu/--records``; bad selections are one-line errors."""
+import subprocess
+import sys
+
+import pytest
+
+from gpusim.validate import records, suite
+
+
+def test_h200_records_cover_the_whole_suite(monkeypatch):
+    monkeypatch.setenv(records.RECORDS_GPU_ENV, "h200")
+    assert records.device_info()["gpu"] == "NVIDIA H200"
+    t, n = records.timing_cases(), records.ncu_cases()
+    assert {c.name for c in suite.CASES} <= set(t) and {c.name for c in suite.CASES} <= set(n)
+    assert all(t[c.name]["status"] == "ok" for c in suite.CASES)
+    # the same kernel, measured on both: the H200's faster HBM3e moves the same DRAM bytes in less time
+    h200 = records.measured("vector_add_n16777216")
+    monkeypatch.setenv(records.RECORDS_GPU_ENV, "h100")
+    assert records.device_info()["gpu"].startswith("NVIDIA H100")
+    h100 = records.measured("vector_add_n16777216")
+    assert h200["dram_bytes_read"] == pytest.approx(h100["dram_bytes_read"], rel=0.05)
+    assert h200["time_us"] < h100["time_us"]
+
+
+def test_use_gpu_refuses_a_gpu_without_records(monkeypatch):
+    monkeypatch.delenv(records.RECORDS_GPU_ENV, raising=False)
+    assert records.records_gpus() == ["h100", "h200"]
+    with pytest.raises(ValueError, match="no hardware records for GPU 'a100'"):
+        records.use_gpu("a100")
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--cases", "("], "is not a regular expression"),
+    (["--cases", "no_such_case_xyz"], "no suite case matches"),
+    (["--gpu", "a100"], "no hardware records for GPU 'a100'"),
+    (["--gpu", "h900"], "h900"),
+])
+def test_validate_report_bad_input_is_one_line(args, msg):
+    p = subprocess.run([sys.executable, "-m", "gpusim.cli", "validate", "report", *args],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpusim: error:") and msg in lines[0]
