@@ -50,8 +50,9 @@ MAY_IMPORT: dict[str, set[str]] = {
                                            "gpusim.api", "gpusim.kernelfile"},
     # a Triton tutorial's benchmark section run with triton aliased to gpusim.triton
     "gpusim.bench": BASE | FRONT_ENDS | COMPILERS | {"gpusim.kernelfile"},
+    # validate holds everything below cli against the records (tune_check: the tuner's picks vs the H100's)
     "gpusim.validate": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
-                                            "gpusim.api"},
+                                            "gpusim.api", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner"},
     "gpusim.cli": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
                                        "gpusim.validate", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner",
                                        "gpusim.bench", "gpusim.explain"},
