@@ -428,3 +428,48 @@ def k(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.load(x_ptr + offs))
 """, P1, B, expect="reject", names=("Set",))
+
+# ---- loop-carried values keep their type through range / while loops (static_range unrolls: no rule)
+case("loop_carried_int_then_float", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    acc = 0
+    for i in range(4):
+        acc += tl.load(x_ptr + i)
+    tl.store(x_ptr, acc)
+""", P1, B, expect="reject", names=("Loop-carried variable acc", "int32", "fp32"))
+
+case("loop_carried_scalar_then_block", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = 0.0
+    for i in range(0, n, BLOCK):
+        acc = acc + tl.load(x_ptr + i + offs)
+    tl.store(x_ptr + offs, acc)
+""", P1, B, expect="reject", names=("Loop-carried variable acc",))
+
+case("loop_carried_while_dtype_change", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    i = 0
+    s = tl.zeros([BLOCK], dtype=tl.float32)
+    while i < n:
+        s = s.to(tl.float16) + 1
+        i += BLOCK
+    tl.store(x_ptr + tl.arange(0, BLOCK), s)
+""", P1, B, expect="reject", names=("Loop-carried variable s",))
+
+case("loop_carried_consistent", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    cnt = 0
+    for i in range(0, n, BLOCK):
+        acc += tl.load(x_ptr + i + offs, mask=i + offs < n, other=0.0)
+        cnt += 1
+    for j in tl.static_range(2):
+        acc = acc.to(tl.float16)
+    tl.store(x_ptr + offs, acc.to(tl.float32) + cnt)
+""", P1, B)

@@ -114,13 +114,11 @@ class Engine:
         self.grid_bar_time = 0.0
         self.warps_exited = 0
         self.grid_warps = trace.n_ctas * trace.warps_per_cta
-        l2 = gpu.l2
-        #: cycles from the last warp's arrival at a grid barrier to the release of all: cudaCGSynchronize's
-        #: two CTA barriers, the GPU-scope fence before the arrival (a far-L2 round trip), the arrival atomic
-        #: (atomic latency plus its trip) and the spin that sees the flipped barrier word (one and a half far
-        #: round trips on average).  Assumed from the instruction sequence (no record measures it).
-        self.grid_sync_cycles = (2 * sm.barrier_latency_cycles + l2.far_latency_cycles
-                                 + l2.atomic_latency_cycles + l2.far_latency_cycles + 1.5 * l2.far_latency_cycles)
+        #: cycles from the last warp's arrival at a grid barrier to the release of all (cudaCGSynchronize: CTA
+        #: barriers, a GPU-scope fence, one arrival atomic per CTA on the barrier word, the spin that sees it flip):
+        #: a base plus a per-CTA part, both calibrated on the H100 (see the preset's sources)
+        chip = gpu.chip
+        self.grid_sync_cycles = chip.grid_sync_base_cycles + chip.grid_sync_per_cta_cycles * trace.n_ctas
         if trace.meta.get("cooperative"):
             most = self.occ.ctas_per_sm * gpu.chip.sm_count
             if trace.n_ctas > most:

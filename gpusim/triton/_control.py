@@ -162,13 +162,49 @@ def program_values(t: tensor) -> np.ndarray:
     return v
 
 
+def _carried_type(v):
+    """The Triton type a loop-carried value has (``int32``, ``<[128], fp32>``), or None where Triton's rule does
+    not look (tuples, descriptors, constexpr-only objects)."""
+    v = unwrap(v)
+    if isinstance(v, tensor):
+        return v.dtype.name if not v.shape else f"<{[str(int(d)) for d in v.shape]}, {v.dtype.name}>"
+    if isinstance(v, bool):
+        return "int1"
+    if isinstance(v, int):
+        return "int32" if -2 ** 31 <= v < 2 ** 31 else ("int64" if -2 ** 63 <= v < 2 ** 63 else "uint64")
+    if isinstance(v, float):
+        return "fp32"
+    return None
+
+
 class _Region:
     masked = False
+    carried = False             # a loop Triton compiles as an scf loop: its carried values keep their types
+    _types0 = None
 
     def snap(self, locs):
+        if self.carried and self._types0 is None:
+            self._types0 = {n: _carried_type(v) for n, v in locs.items() if not n.startswith("__")}
         return dict(locs) if self.masked else None
 
+    def _check_types(self, locs, names):
+        """Triton compiles ``range``/``tl.range``/``while`` loops once, so a variable live before the loop must keep
+        its type (dtype and shape) through it: ``acc = 0`` then ``acc += tl.load(p)`` (fp32) is Triton's error."""
+        t0 = self._types0
+        for n in names:
+            if n not in t0 or t0[n] is None:
+                continue
+            new = locs.get(n, MISSING)
+            if new is MISSING or new is getattr(self, "value", None):      # the induction variable is not carried
+                continue
+            t1 = _carried_type(new)
+            if t1 is not None and t1 != t0[n]:
+                fail(CompileError, f"Loop-carried variable {n} has initial type {t0[n]} but is re-assigned to {t1} "
+                                   f"in loop! Please make sure that the type stays consistent.")
+
     def merge(self, snap, locs, names):
+        if self.carried and self._types0 is not None:
+            self._check_types(locs, names)
         if not self.masked or snap is None:
             return {}
         mask = C.ST.active()
@@ -237,6 +273,7 @@ class For(_Region):
         self.value = None
         if isinstance(it, RangeSpec):
             self.kind = it.kind
+            self.carried = it.kind == "range"
             ints = it._ints()
             if it.kind == "range" and st.rec is not None:
                 self.rec = st.rec
@@ -345,6 +382,7 @@ class While(_Region):
         self.rec = st.rec
         self.k = 0
         self.prev = None            # (active programs, write epoch, variables, write indices) at the last check
+        self.carried = True
         st.in_while += 1
         if self.rec is not None:
             self.rec.loop_begin(None, kind="while")
