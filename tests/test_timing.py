@@ -184,3 +184,20 @@ def test_scoreboard_slots_read_what_a_table_of_every_op_would(seed):
         if writes:
             table[k] = t
             slots[a[8]] = t
+
+
+def test_work_distributor_rate_bounds_tiny_ctas():
+    """CTAs far shorter than their dispatch interval: the grid takes n / rate cycles after the launch overhead
+    (the work distributor starts ``chip.cta_dispatch_per_cycle`` CTAs per cycle chip-wide), and the SMs are
+    mostly empty (achieved occupancy far below the theoretical 100%)."""
+    rate = H100.chip.cta_dispatch_per_cycle
+    assert 0 < rate < 4
+    n = 132 * 40
+    tr = alu_trace(n, block=256, n_inst=2)           # a CTA lives a few tens of cycles
+    res = run(tr, H100)
+    body = res.cycles - H100.chip.launch_overhead_cycles - H100.chip.drain_cycles
+    assert body == pytest.approx(n / rate, rel=0.05)
+    unlimited = run(tr, H100.with_overrides(chip={"cta_dispatch_per_cycle": 0.0}))
+    assert unlimited.cycles < res.cycles / 2         # without the limit, waves of 8 CTAs per SM
+    warps_resident = res.sm_warp_cycles / (132 * body)
+    assert warps_resident < 0.25 * 64

@@ -60,9 +60,14 @@ _SHRINK = {
     "kernels/tl_flash_attn_fwd.py": lambda p: dict(p, Z=1, H=1),
     "kernels/tl_flash_attn_bwd.py": lambda p: dict(p, Z=1, H=1),
     "kernels/tl_attention_naive.py": lambda p: dict(p, Z=1, H=1),
+    "kernels/tl_relu.py": lambda p: dict(p, n=min(p["n"], 1 << 16)),
+    "kernels/tl_sigmoid3.py": lambda p: dict(p, n=min(p["n"], 1 << 16)),
 }
 
-CASES = [c for c in suite.CASES if c.frontend == "triton" and "heavy" not in c.tags and records.kernel_metrics(c.name)]
+#: the in-sample cases (the held-out families and the scenario cases are measured by `gpusim validate report`,
+#: their misses listed in DEVIATIONS.md)
+CASES = [c for c in suite.CASES if c.frontend == "triton" and "heavy" not in c.tags and suite.in_sample(c)
+         and records.kernel_metrics(c.name)]
 
 
 def _n_warps(k: dict) -> int:

@@ -75,7 +75,8 @@ def test_autotune_ranking_agrees_with_single_simulations(autotuned):
     cyc = [r["cycles"] for r in res.rows]
     assert cyc == sorted(cyc) and [r["rank"] for r in res.rows] == [1, 2, 3, 4]
     assert res.rows[0]["chosen"] and sum(r["chosen"] for r in res.rows) == 1
-    assert res.rows[0]["vs_best"] == 1.0 and res.rows[-1]["vs_best"] == pytest.approx(cyc[-1] / cyc[0])
+    # vs_best is of the unrounded cycles; the rows show them rounded to integers (0.5 / 5000 ~ 1e-4)
+    assert res.rows[0]["vs_best"] == 1.0 and res.rows[-1]["vs_best"] == pytest.approx(cyc[-1] / cyc[0], rel=1e-3)
 
 
 MM_AUTOTUNED = """\

@@ -3,8 +3,10 @@
 The CTA scheduler (the chip's work distributor) starts the grid after the launch overhead, fills every SM
 with as many CTAs as occupancy allows (CTA ``i`` of the first wave goes to SM ``i mod n``), and when a CTA
 retires it dispatches the next CTA in linear order to the freed SM after ``cta_launch_cycles`` -- so grids
-larger than one wave run in waves, and a last partial wave leaves SMs idle (wave quantization).  The kernel
-ends when the last CTA retires, plus a drain.  Each SM sub-partition's warp scheduler is woken by entries in
+larger than one wave run in waves, and a last partial wave leaves SMs idle (wave quantization).  The work
+distributor starts at most ``cta_dispatch_per_cycle`` CTAs per cycle chip-wide (a CTA's warps become ready at its
+start).  The kernel ends when the last CTA retires, plus a drain.  Each SM sub-partition's warp scheduler is
+woken by entries in
 simpy's event queue (see ``sm.py``), which the engine drains itself (``_drain``: simpy's step, inlined); the
 memory system (``memory.py``) is passive and timed by reservation.  Nothing here computes values.
 
@@ -91,6 +93,9 @@ class Engine:
         self.next_cta = 0
         self.n_ctas = trace.n_ctas
         self.all_dispatched = False
+        rate = gpu.chip.cta_dispatch_per_cycle
+        self.dispatch_interval = 1.0 / rate if rate > 0 else 0.0     # cycles between two CTA starts (chip-wide)
+        self.dispatch_free = 0.0
         self.ctas_done = 0
         self.t_last_cta = 0.0
         self._progress = None          # optional f(ctas_done), see run()
@@ -270,10 +275,16 @@ class Engine:
         """Start CTAs on ``sm`` (up to ``limit`` of them) while it has room and the grid has CTAs left."""
         occ = self.occ
         room = occ.ctas_per_sm if limit is None else min(occ.ctas_per_sm, len(sm.ctas) + limit)
+        t_call = t
         while len(sm.ctas) < room and self.next_cta < self.n_ctas:
             cid = self.next_cta
             self.next_cta += 1
             table, local = self.trace.table_of(cid)
+            t = t_call
+            if self.dispatch_interval:                  # the work distributor starts one CTA at a time
+                if self.dispatch_free > t:
+                    t = self.dispatch_free
+                self.dispatch_free = t + self.dispatch_interval
             cta = CTA(cid, sm, table, local, t)
             wpc = table.warps_per_cta
             for i in range(wpc):

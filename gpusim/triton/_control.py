@@ -199,8 +199,11 @@ class _Region:
                 continue
             t1 = _carried_type(new)
             if t1 is not None and t1 != t0[n]:
-                fail(CompileError, f"Loop-carried variable {n} has initial type {t0[n]} but is re-assigned to {t1} "
-                                   f"in loop! Please make sure that the type stays consistent.")
+                # Triton names the loop's line (its scf loop), not the assignment's
+                file, line = getattr(self, "_where", None) or C.user_line()
+                raise CompileError(f"Loop-carried variable {n} has initial type {t0[n]} but is re-assigned to {t1} "
+                                   f"in loop! Please make sure that the type stays consistent.", file=file, line=line,
+                                   kernel=C.ST.kernel_name if C.ST is not None else "")
 
     def merge(self, snap, locs, names):
         if self.carried and self._types0 is not None:
@@ -265,9 +268,11 @@ class Branch(_Region):
 class For(_Region):
     """A ``for`` loop: plain Python over uniform bounds, masked lockstep over program-varying ones."""
 
-    def __init__(self, it):
+    def __init__(self, it, line: int = 0):
         st = C.ST
         it = unwrap(it)
+        file, here = C.user_line()
+        self._where = (file, line or here)   # the loop statement (file, line), for errors about the whole loop
         self.rec = None
         self.pushed = False
         self.value = None
@@ -374,8 +379,10 @@ class While(_Region):
     next round (``State.next_round``), retrying where they waited.  Contenders for one lock thus take it one
     after another, in program order, as the L2's atomics serialize them."""
 
-    def __init__(self, names=()):
+    def __init__(self, names=(), line: int = 0):
         st = C.ST
+        file, here = C.user_line()
+        self._where = (file, line or here)   # the loop statement (file, line), for errors about the whole loop
         self.inside = None          # programs still in the loop (None = all that entered)
         self.pushed = False
         self.names = names

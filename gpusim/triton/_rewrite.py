@@ -166,7 +166,7 @@ class _Rewriter(ast.NodeTransformer):
         if s.orelse:
             self._unsupported(s, "`for ... else`")
         lp = f"__g_l{_uid()}"
-        out = [ast.copy_location(_assign(lp, _call("__g_rt.For", [self.visit(s.iter)])), s)]
+        out = [ast.copy_location(_assign(lp, _call("__g_rt.For", [self.visit(s.iter), _const(s.lineno)])), s)]
         tgt_names = _assigned_names([ast.Assign(targets=[s.target], value=_const(0))])
         set_tgt = ast.copy_location(ast.Assign(targets=[s.target], value=ast.Attribute(
             value=_name(lp), attr="value", ctx=ast.Load())), s)
@@ -180,7 +180,7 @@ class _Rewriter(ast.NodeTransformer):
             self._unsupported(s, "`while ... else`")
         w = f"__g_w{_uid()}"
         names = ast.Tuple(elts=[_const(n) for n in _assigned_names(s.body)], ctx=ast.Load())
-        out = [ast.copy_location(_assign(w, _call("__g_rt.While", [names])), s)]
+        out = [ast.copy_location(_assign(w, _call("__g_rt.While", [names, _const(s.lineno)])), s)]
         body = self._region_body(w, s.body, s)
         out.append(ast.copy_location(ast.While(test=_call(f"{w}.next", [self.visit(s.test), _call("__g_locals")]),
                                                body=body, orelse=[]), s))

@@ -98,6 +98,14 @@ def cmd_report(a: argparse.Namespace) -> int:
         for slow, fast, m, p in pairs:
             if m != p:
                 print(f"  wrong order: {slow} vs {fast} (measured {'slower' if m else 'faster'})")
+    if a.holdout_family:
+        from .holdout import format_results, run_holdout
+        print("\ncycles by family, calibrated with and without it (gpusim/validate/holdout.py: the hand fits of "
+              "CALIBRATION.md redone without the family's cases):")
+        pool = _select(None, a.skip_heavy, a.frontend)       # the fits use every in-sample case, not only --cases
+        res = run_holdout(a.gpu, jobs=a.jobs, cases=pool, families=sorted({c.group for c in cases}),
+                          base={r.case: r.predicted for r in rows})
+        print(format_results(res))
     if a.json:
         with open(a.json, "w") as f:
             json.dump([{"case": r.case, "group": r.group, "predicted": r.predicted, "measured": r.measured}
@@ -141,6 +149,8 @@ def add_parser(sub) -> None:
     r.add_argument("--html", metavar="FILE", help="write the plots (scatter, matmul sweep) as an HTML page")
     r.add_argument("--cache", metavar="FILE", help="reuse/store predictions in FILE (interactive work)")
     r.add_argument("--jobs", "-j", type=int, default=1, help="simulate cases in this many processes")
+    r.add_argument("--holdout-family", action="store_true",
+                   help="also recalibrate the hand-fitted parameters without each family and report its error")
     r.add_argument("--readme", action="store_true", help="rewrite README.md's Accuracy section and docs/accuracy.svg")
     r.set_defaults(fn=cmd_report)
     c = vs.add_parser("calibrate", help="fit the H100 preset's parameters to the microbenchmark records")

@@ -94,6 +94,14 @@ REGISTER_DEVIATION_TOL = 0.35
 #: families collected to measure the model on kernels it was not designed or calibrated for (issue 13): kept out of
 #: the in-sample gates and calibrations; `gpusim validate report` shows their error apart
 HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "writeback"})
+
+
+def in_sample(case: "Case") -> bool:
+    """Whether the model was calibrated on ``case``'s family: not a held-out family (``HELD_OUT_GROUPS``) and not a
+    lecture-scenario case (groups ``scn_*``, collected after the calibration).  The calibration gates hold these;
+    the others are measured and reported apart (``gpusim validate report``)."""
+    return case.group not in HELD_OUT_GROUPS and not case.group.startswith("scn_")
+
 #: kernels that are microbenchmarks, not suite cases: run by `validate collect` (micro) and `validate calibrate`
 MICRO_KERNEL_FILES = ["kernels/pointer_chase.py"]
 

@@ -1,0 +1,68 @@
+"""Held-out-family error (gpusim/validate/holdout.py): the refit without a family, checked on a synthetic model
+whose best parameter per family is known."""
+import re
+
+import pytest
+
+from gpusim.validate import holdout as ho
+from gpusim.validate.suite import CASES, Case
+
+# two families; family "a" alone prefers x = 1, family "b" alone prefers x = 3; the preset's value is 2
+CS = [Case(f"{fam}{i}", "kernels/none.py", {}, fam) for fam in "ab" for i in range(3)]
+CS.append(Case("c0", "kernels/none.py", {}, "c"))                    # a family no fit uses
+FIT = ho.Fit("l2", "x", prior=5.0, candidates=(1.0, 2.0, 3.0), metric="cycles", cases=r"^[ab]\d$")
+BEST = {"a": 1.0, "b": 3.0, "c": 2.0}
+PRESET = 2.0
+
+
+def measured(name):
+    return {"cycles": 100.0}
+
+
+def predict(name, over):
+    x = over.get("l2", {}).get("x", PRESET)
+    return {"cycles": 100.0 * (1 + 0.1 * (x - BEST[name[0]]) ** 2)}
+
+
+def test_refit_without_family_uses_the_other_familys_best_value():
+    res = {r.family: r for r in ho.holdout(predict, measured, CS, fits=[FIT])}
+    # in-sample: x = 2 costs each of a and b 10%; c is at its best
+    assert res["a"].in_sample_mape == pytest.approx(10.0)
+    # without a, the fit sees only b and picks 3: a is then 40% off
+    assert res["a"].refit == {"l2.x": 3.0}
+    assert res["a"].held_out_mape == pytest.approx(40.0)
+    assert res["b"].refit == {"l2.x": 1.0}
+    assert res["b"].held_out_mape == pytest.approx(40.0)
+    # c informed no fit: the preset stands, held out = in sample
+    assert res["c"].refit == {}
+    assert res["c"].held_out_mape == res["c"].in_sample_mape == pytest.approx(0.0)
+    assert res["a"].worst[1] == pytest.approx(40.0)
+
+
+def test_prior_when_the_family_held_every_fit_case():
+    fit = ho.Fit("l2", "x", prior=5.0, candidates=(1.0, 2.0, 3.0), metric="cycles", cases=r"^a\d$")
+    res = {r.family: r for r in ho.holdout(predict, measured, CS, fits=[fit])}
+    assert res["a"].refit == {"l2.x": 5.0}
+    assert res["a"].held_out_mape == pytest.approx(160.0)
+    assert res["b"].refit == {}
+    assert "all families" in ho.format_results(list(res.values()))
+
+
+def test_choose_is_the_argmin_of_the_fit_metric():
+    table = {(v, c.name): predict(c.name, {"l2": {"x": v}}) for c in CS[:6] for v in FIT.candidates}
+    assert ho.choose(FIT, table, measured, set(), CS) == 2.0          # both families: the middle
+    assert ho.choose(FIT, table, measured, {"a0", "a1", "a2"}, CS) == 3.0
+
+
+def test_fits_name_real_cases_and_parameters():
+    """Every hand fit of CALIBRATION.md names suite cases that exist, a real parameter, and holds the preset's
+    value among its candidates (so the in-sample fit is one of the choices)."""
+    from gpusim.config import load_gpu
+    cfg = load_gpu("h100")
+    text = open("CALIBRATION.md").read()
+    for f in ho.FITS:
+        assert f.fit_cases(CASES), f.param
+        assert all(not c.startswith(("nb_", "scn_", "tlb_", "fill_")) for c in f.fit_cases(CASES))
+        value = getattr(getattr(cfg, f.section), f.param)
+        assert value in f.candidates, (f.param, value)
+        assert re.search(rf"`{f.section}\.{f.param}`", text), f.param
