@@ -31,6 +31,8 @@ SMALL = {
                           {"H": 1, "N_CTX": 128, "HEAD_DIM": 32, "BLOCK_M": 64, "BLOCK_N": 32, "causal": True}],
     "tl_flash_attn_bwd": [{"H": 1, "N_CTX": 128, "HEAD_DIM": 32, "BLOCK_M": 32, "BLOCK_N": 32}],
     "tl_attention_naive": [{"H": 1, "N_CTX": 128, "HEAD_DIM": 64, "BM": 64, "BN": 64, "BK": 32}],
+    "tl_relu": [{"n": 5000}, {"n": 3000, "dtype": "float16"}],
+    "tl_sigmoid3": [{"n": 5000, "mode": "store"}, {"n": 3000, "mode": "recompute"}],
 }
 
 

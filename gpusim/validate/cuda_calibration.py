@@ -109,11 +109,12 @@ def measured(case_name: str) -> list[dict]:
 
 
 def cases(pattern: str | None = None) -> list:
-    """The non-heavy CUDA suite cases (those the calibration is held to; not the held-out families), optionally
+    """The non-heavy CUDA suite cases (those the calibration is held to; not the held-out families nor the scenario
+    cases), optionally
     filtered."""
-    from .suite import CASES, HELD_OUT_GROUPS
+    from .suite import CASES, in_sample
     rx = re.compile(pattern) if pattern else None
-    return [c for c in CASES if c.frontend == "cuda" and "heavy" not in c.tags and c.group not in HELD_OUT_GROUPS
+    return [c for c in CASES if c.frontend == "cuda" and "heavy" not in c.tags and in_sample(c)
             and (rx is None or rx.search(c.name))]
 
 
