@@ -22,10 +22,11 @@ import pytest
 
 from gpusim.validate import records
 from gpusim.validate.compare import Row, compare, pair_orders, summarize
-from gpusim.validate.suite import CASES, HELD_OUT_GROUPS, PAIRS, REGISTER_DEVIATION_TOL, REGISTER_DEVIATIONS
+from gpusim.validate.suite import CASES, PAIRS, REGISTER_DEVIATION_TOL, REGISTER_DEVIATIONS, in_sample
 
-CASES_GATED = [c for c in CASES if "heavy" not in c.tags and c.group not in HELD_OUT_GROUPS
-               and records.measured(c.name)]
+#: the in-sample cases (suite.in_sample): the held-out families and the lecture-scenario cases were collected
+#: after the calibration; `gpusim validate report` publishes their error apart (README, DEVIATIONS.md)
+CASES_GATED = [c for c in CASES if "heavy" not in c.tags and in_sample(c) and records.measured(c.name)]
 
 CYCLES_MAPE_MAX_PCT = 20.0
 CYCLES_MAX_FACTOR = 2.0
