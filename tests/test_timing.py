@@ -201,3 +201,21 @@ def test_work_distributor_rate_bounds_tiny_ctas():
     assert unlimited.cycles < res.cycles / 2         # without the limit, waves of 8 CTAs per SM
     warps_resident = res.sm_warp_cycles / (132 * body)
     assert warps_resident < 0.25 * 64
+
+
+def test_a_hit_on_a_fill_in_flight_waits_for_the_fill():
+    """Miss-status merging: a second request for a line whose DRAM fill is still in flight gets its data with the
+    fill (at L1 and at L2), not at hit latency; once the fill is back, a request hits at hit latency."""
+    from gpusim.timing.engine import Engine
+    eng = Engine(alu_trace(1), H100)
+    mem = eng.mem
+    line = 12345
+    sl = mem.slices_of([line])
+    first = mem.load(0, 0.0, [line], [0b1111], True, sl)
+    assert first > H100.dram.latency_cycles                  # a DRAM miss
+    again = mem.load(0, 10.0, [line], [0b1111], True, sl)     # same SM, fill in flight: L1 merges
+    assert again == pytest.approx(first)
+    other = mem.load(1, 10.0, [line], [0b1111], True, sl)     # another SM: L2 hit on a fill in flight
+    assert other >= first
+    later = mem.load(0, first + 100, [line], [0b1111], True, sl)
+    assert later - (first + 100) <= H100.l1.hit_latency_cycles + 2

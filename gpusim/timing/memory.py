@@ -80,6 +80,9 @@ class MemorySystem:
         # --- L1 ---
         self.l1_lines: list[dict[int, int]] = [{} for _ in range(n_sm)]   # line -> sector bits, in LRU order
         self.l1_evictions = [0] * n_sm
+        # fills in flight: line -> (cycle its data is back at the SM, sectors); a later request for those sectors
+        # waits for the fill (the miss-status holding register merges it) instead of reading them at hit latency
+        self.l1_pend: list[dict[int, tuple[float, int]]] = [{} for _ in range(n_sm)]
         self.l1_capacity = max(1, l1_bytes // l1.line_bytes)
         self.l1_free = [0.0] * n_sm              # L1TEX stage: busy until (cycles)
         self.l1_lines_per_clk = float(l1.lines_per_clk)
@@ -89,6 +92,9 @@ class MemorySystem:
         self.n_slices = l2.slices
         self.l2_sets: list[dict[int, int]] = [{} for _ in range(l2.slices)]   # line -> sector bits | dirty << 4
         self.l2_evictions = [0] * l2.slices      # since the set's dict was last rebuilt
+        # DRAM fills in flight: line -> (cycle the requester has its data, sectors), as l1_pend
+        self.l2_pend: dict[int, tuple[float, int]] = {}
+        self._pend_cap = [4096] * (n_sm + 1)     # prune l1_pend[sm] / l2_pend (last) past this many entries
         self.l2_capacity = max(1, int(l2.size_bytes * l2.capacity_fraction) // l2.line_bytes // l2.slices)
         self.slice_free = [0.0] * l2.slices
         self.sector_cycles = l2.sector_bytes / l2.bytes_per_clk_per_slice
@@ -246,6 +252,7 @@ class MemorySystem:
         lat = self.l2_latency_by_slice[part]
         obs = self.observers
         xbar = self.xbar_cycles
+        pend1 = self.l1_pend[sm] if use_l1 else None
         if use_l1:
             # the L1 tag lookup: what misses goes on to L2 (j: the line's place in the warp's request)
             od = self.l1_lines[sm]
@@ -257,6 +264,13 @@ class MemorySystem:
                 n_sec += nsec
                 have = od.pop(line, None)
                 if have is not None:
+                    if pend1:
+                        p = pend1.get(line)
+                        if p is not None:
+                            if p[0] <= t0:
+                                del pend1[line]
+                            elif p[1] & m and p[0] > ready:
+                                ready = p[0]          # hit on a fill in flight: its data comes with the fill
                     miss = m & ~have
                     if not miss:
                         od[line] = have
@@ -278,6 +292,7 @@ class MemorySystem:
         else:
             n_sec = -1
             to_l2 = zip(range(n), lines, masks, slices)
+        pend2 = self.l2_pend
         for j, line, miss, sl in to_l2:
             # L2 lookup, inlined for the common hit case; the line reaches its slice when the tag stage
             # (lpc lines per clock) has sent it, plus the crossbar
@@ -296,8 +311,22 @@ class MemorySystem:
                 sset[line] = v                         # the line becomes the most recently used
                 l2_hit += ns
                 r = start - xbar + lat[sl]
+                if pend2:
+                    p = pend2.get(line)
+                    if p is not None:
+                        if p[0] <= start:
+                            del pend2[line]
+                        elif p[1] & miss and p[0] > r:
+                            r = p[0]                   # its DRAM fill is still in flight
             else:
                 r = self._l2_miss(part, start, line, miss, sl, v, arr)
+                if len(pend2) > self._pend_cap[-1]:
+                    self._pend_cap[-1] = self._prune(pend2, start)
+                pend2[line] = (r, miss)
+            if pend1 is not None:
+                if len(pend1) > self._pend_cap[sm]:
+                    self._pend_cap[sm] = self._prune(pend1, t0)
+                pend1[line] = (r, miss)
             if r > ready:
                 ready = r
         if n_sec < 0:
@@ -316,6 +345,13 @@ class MemorySystem:
         self.l1_free[sm] = t0 + busy
         done = t0 + busy - 1 + self.l1_hit_latency
         return done if done > ready else ready
+
+    @staticmethod
+    def _prune(pend: dict, t: float) -> int:
+        """Forget the fills of ``pend`` that completed by cycle ``t``; return the size at which to prune next."""
+        for line in [k for k, p in pend.items() if p[0] <= t]:
+            del pend[line]
+        return max(4096, 2 * len(pend))
 
     def _l2_miss(self, part: int, start: float, line: int, miss: int, s: int, v, arr: float) -> float:
         """The rest of an L2 read whose sectors are not all present (``v``: the line's bits, taken out of its set,
