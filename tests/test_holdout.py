@@ -66,3 +66,30 @@ def test_fits_name_real_cases_and_parameters():
         value = getattr(getattr(cfg, f.section), f.param)
         assert value in f.candidates, (f.param, value)
         assert re.search(rf"`{f.section}\.{f.param}`", text), f.param
+
+
+def test_readme_sections_per_gpu_with_populations_and_holdout(tmp_path):
+    """`validate report --readme`: the H100's section holds the populations and the held-out-family table; another
+    GPU's section goes after it, and rewriting a section leaves the other as it was."""
+    from gpusim.validate.accuracy import update_readme
+    from gpusim.validate.compare import Row
+    rows = [Row("a0", "stream", {"cycles": 110.0}, {"cycles": 100.0}),
+            Row("b0", "nb_docs", {"cycles": 70.0}, {"cycles": 100.0}),
+            Row("c0", "scn_burst", {"cycles": 100.0}, {"cycles": 100.0})]
+    info = {"gpu": "GPU X", "driver": "1", "cuda": "13", "sm_clock_mhz": 1980, "date": "today"}
+    readme = tmp_path / "README.md"
+    readme.write_text("# t\n\n## Accuracy\n\n<!-- accuracy:begin -->\nSTALE TEXT\n<!-- accuracy:end -->\n\n## After\n")
+    hold = [ho.FamilyResult("stream", ["a0"], 10.0, 25.0, {"l2.capacity_fraction": 1.0})]
+    update_readme(rows, info, readme=readme, holdout=hold, docs=tmp_path)
+    update_readme(rows, info, readme=readme, gpu="h200", docs=tmp_path)
+    text = readme.read_text()
+    h100 = text[text.index("<!-- accuracy:begin -->"):text.index("<!-- accuracy:end -->")]
+    assert "| in-sample (calibrated on) | 1 | 10.0% |" in h100
+    assert "| held-out families" in h100 and "| 1 | 30.0% |" in h100
+    assert "| stream | 1 | 10.0% | 25.0% | `l2.capacity_fraction` = 1 |" in h100
+    assert "STALE TEXT" not in text and text.index("<!-- accuracy:h200:begin -->") > text.index("<!-- accuracy:end -->")
+    assert text.index("<!-- accuracy:h200:end -->") < text.index("## After")
+    update_readme(rows[:1], info, readme=readme, docs=tmp_path)          # the H100's again: H200's stays
+    again = readme.read_text()
+    assert again.count("accuracy:h200:begin") == 1 and again.count("GPU X") == 3
+    assert (tmp_path / "accuracy.svg").exists() and (tmp_path / "accuracy_h200.svg").exists()

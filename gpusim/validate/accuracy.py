@@ -16,7 +16,7 @@ BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def scatter_svg(rows: list[Row], key: str = "cycles", size: int = 520) -> str:
+def scatter_svg(rows: list[Row], key: str = "cycles", size: int = 520, gpu: str = "H100") -> str:
     """Predicted vs measured on log-log axes with y = x and the +-20% band, as an SVG document."""
     pts = [(r.measured[key], r.predicted[key], r.group, r.case) for r in rows
            if r.measured.get(key) and r.predicted.get(key)]
@@ -48,15 +48,27 @@ def scatter_svg(rows: list[Row], key: str = "cycles", size: int = 520) -> str:
         c = palette[groups.index(g) % len(palette)]
         out.append(f'<circle cx="{xy(meas):.1f}" cy="{size - xy(pred):.1f}" r="3.5" fill="{c}" fill-opacity="0.8">'
                    f'<title>{html.escape(case)}: measured {meas:,.0f}, predicted {pred:,.0f}</title></circle>')
-    out.append(f'<text x="{size / 2}" y="{size - 15}" text-anchor="middle">measured {key} (H100, Nsight Compute)</text>')
+    out.append(f'<text x="{size / 2}" y="{size - 15}" text-anchor="middle">measured {key} ({gpu}, Nsight Compute)</text>')
     out.append(f'<text x="15" y="{size / 2}" text-anchor="middle" transform="rotate(-90 15 {size / 2})">'
                f'predicted {key} (gpusim)</text>')
-    out.append(f'<text x="{size / 2}" y="30" text-anchor="middle" font-size="13">gpusim vs H100: {key}, '
+    out.append(f'<text x="{size / 2}" y="30" text-anchor="middle" font-size="13">gpusim vs {gpu}: {key}, '
                f'{len(pts)} cases (solid: equal, dashed: +-20%)</text></svg>')
     return "\n".join(out)
 
 
-def markdown(rows: list[Row], info: dict, note: str = "") -> str:
+def populations(rows: list[Row]) -> list[tuple[str, list[Row]]]:
+    """The suite split by what the calibration saw: in-sample families, held-out families (kernels the project
+    did not design for the model), and the lecture-scenario cases collected after the calibration."""
+    from .suite import HELD_OUT_GROUPS
+    return [("in-sample (calibrated on)", [r for r in rows if r.group not in HELD_OUT_GROUPS
+                                           and not r.group.startswith("scn_")]),
+            (f"held-out families ({', '.join(sorted(HELD_OUT_GROUPS))})",
+             [r for r in rows if r.group in HELD_OUT_GROUPS]),
+            ("lecture-scenario cases (collected after the calibration)",
+             [r for r in rows if r.group.startswith("scn_")])]
+
+
+def markdown(rows: list[Row], info: dict, note: str = "", holdout=None, gpu: str = "h100") -> str:
     keys = [("cycles", "cycles (`gpc__cycles_elapsed.max`)"),
             ("inst_executed", "warp instructions (`smsp__inst_executed.sum`)"),
             ("dram_bytes_read", "DRAM bytes read (`dram__bytes_read.sum`)"),
@@ -68,7 +80,9 @@ def markdown(rows: list[Row], info: dict, note: str = "") -> str:
     lines = [f"Measured on one {info['gpu']} (driver {info['driver']}, CUDA {info['cuda']}, SM clock "
              f"{info['sm_clock_mhz']}), {info['date']}; {len(rows)} cases of `gpusim/validate/suite.py`, "
              "Nsight Compute counters under `--clock-control none` with cold caches. "
-             "Regenerate with `gpusim validate report --skip-heavy -j 2 --readme`.", ""]
+             "Regenerate with `gpusim validate report --skip-heavy -j 2 --readme"
+             + ("" if gpu == "h100" else f" --gpu {gpu}") + "`"
+             + (" (`--holdout-family` adds the held-out-family table)" if gpu == "h100" else "") + ".", ""]
     if note:
         lines += [note, ""]
     lines += ["| metric | cases | MAPE | within 10% | within 20% | worst case |", "|---|---|---|---|---|---|"]
@@ -77,6 +91,25 @@ def markdown(rows: list[Row], info: dict, note: str = "") -> str:
         if s:
             lines.append(f"| {label} | {s.n} | {s.mape_pct:.1f}% | {s.within[10]} | {s.within[20]} | "
                          f"{s.worst_case} ({s.max_abs_err_pct:+.0f}%) |".replace("(+", "("))
+    lines += ["", "Cycles by population:", "", "| population | cases | cycles MAPE | within 20% | worst |",
+              "|---|---|---|---|---|"]
+    for label, rs in populations(rows):
+        s = summarize(rs, "cycles")
+        if s:
+            lines.append(f"| {label} | {s.n} | {s.mape_pct:.1f}% | {s.within[20]} | {s.worst_case} "
+                         f"({s.max_abs_err_pct:.0f}%) |")
+    if holdout:
+        lines += ["", "Held-out-family error (`--holdout-family`): each in-sample family in turn left out of the hand "
+                  "fits of CALIBRATION.md (those parameters refitted on the other families, or set to their prior "
+                  "when only that family informed them), then predicted:", "",
+                  "| family | cases | cycles MAPE in-sample | held out | refitted without it |", "|---|---|---|---|---|"]
+        for h in holdout:
+            refit = ", ".join(f"`{k}` = {v:g}" for k, v in h.refit.items()) or "none (no fit used it)"
+            lines.append(f"| {h.family} | {len(h.cases)} | {h.in_sample_mape:.1f}% | {h.held_out_mape:.1f}% | "
+                         f"{refit} |")
+        n = sum(len(h.cases) for h in holdout)
+        lines.append(f"| all | {n} | {sum(h.in_sample_mape * len(h.cases) for h in holdout) / n:.1f}% | "
+                     f"{sum(h.held_out_mape * len(h.cases) for h in holdout) / n:.1f}% | (case-weighted) |")
     groups: dict[str, list[Row]] = {}
     for r in rows:
         groups.setdefault(r.group, []).append(r)
@@ -88,20 +121,35 @@ def markdown(rows: list[Row], info: dict, note: str = "") -> str:
     pairs = pair_orders(rows)
     ok = sum(p[2] == p[3] for p in pairs)
     lines += ["", f"Ordered pairs (slower, faster) the lectures care about: {ok} of {len(pairs)} predicted in the "
-              "measured order.", "", "![predicted vs measured cycles](docs/accuracy.svg)"]
+              "measured order.", "", f"![predicted vs measured cycles](docs/{_svg_name(gpu)})"]
     return "\n".join(lines)
 
 
-def update_readme(rows: list[Row], info: dict, note: str = "", readme: Path | None = None) -> None:
+def _svg_name(gpu: str) -> str:
+    return "accuracy.svg" if gpu == "h100" else f"accuracy_{gpu}.svg"
+
+
+def markers(gpu: str) -> tuple[str, str]:
+    """The README markers of a GPU's section (the H100's is the plain one)."""
+    return (BEGIN, END) if gpu == "h100" else (f"<!-- accuracy:{gpu}:begin -->", f"<!-- accuracy:{gpu}:end -->")
+
+
+def update_readme(rows: list[Row], info: dict, note: str = "", readme: Path | None = None, holdout=None,
+                  gpu: str = "h100", docs: Path | None = None) -> None:
+    """Rewrite the README's section of ``gpu`` (the H100's: "Accuracy"; another GPU's: a subsection after it)."""
     readme = readme or ROOT / "README.md"
     text = readme.read_text()
-    body = f"{BEGIN}\n{markdown(rows, info, note)}\n{END}"
-    if BEGIN in text and END in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
+    begin, end = markers(gpu)
+    body = f"{begin}\n{markdown(rows, info, note, holdout, gpu)}\n{end}"
+    if begin in text and end in text:
+        a, b = text.index(begin), text.index(end) + len(end)
         text = text[:a] + body + text[b:]
+    elif gpu != "h100" and END in text:
+        b = text.index(END) + len(END)
+        text = text[:b] + f"\n\n### {info['gpu']} (preset `{gpu}`, not refitted)\n\n" + body + text[b:]
     else:
         text = text.rstrip("\n") + "\n\n## Accuracy\n\n" + body + "\n"
     readme.write_text(text)
-    docs = ROOT / "docs"
+    docs = docs or ROOT / "docs"
     docs.mkdir(exist_ok=True)
-    (docs / "accuracy.svg").write_text(scatter_svg(rows))
+    (docs / _svg_name(gpu)).write_text(scatter_svg(rows, gpu=gpu.upper()))

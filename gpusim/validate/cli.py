@@ -60,7 +60,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     from .compare import compare, pair_orders, summarize
     from ..config import load_gpu
     from ..errors import UsageError
-    from .records import device_info, use_gpu
+    from .records import device_info, records_gpus, use_gpu
     from .suite import HELD_OUT_GROUPS
     load_gpu(a.gpu)                                    # a bad preset is a one-line error before anything runs
     try:
@@ -98,6 +98,7 @@ def cmd_report(a: argparse.Namespace) -> int:
         for slow, fast, m, p in pairs:
             if m != p:
                 print(f"  wrong order: {slow} vs {fast} (measured {'slower' if m else 'faster'})")
+    res = None
     if a.holdout_family:
         from .holdout import format_results, run_holdout
         print("\ncycles by family, calibrated with and without it (gpusim/validate/holdout.py: the hand fits of "
@@ -116,7 +117,7 @@ def cmd_report(a: argparse.Namespace) -> int:
             ("The cases tagged `heavy` (too slow to simulate on a small machine) are left out: see DEVIATIONS.md."
              if a.skip_heavy else "")
         note = note.strip()
-        update_readme(rows, info, note)
+        update_readme(rows, info, note, holdout=res, gpu=(a.records or a.gpu) if (a.records or a.gpu) in records_gpus() else "h100")
         print("updated README.md (Accuracy) and docs/accuracy.svg", file=sys.stderr)
     if a.html:
         from .plots import write_validation_html
