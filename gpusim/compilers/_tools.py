@@ -35,11 +35,26 @@ def _version_key(path: str) -> list[int]:
     return [int(n) for n in re.findall(r"\d+", path)]
 
 
+def wheel_bin_dirs() -> list[Path]:
+    """The ``bin`` folders of NVIDIA's pip CUDA wheels (``nvidia/cu13/bin`` of ``nvidia-cuda-nvcc``, which
+    ``cuda-toolkit[nvcc]`` installs beside the NVVM that numba-cuda compiles with), newest first."""
+    import importlib.util
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    out = []
+    for loc in spec.submodule_search_locations:
+        out += [Path(p) for p in glob.glob(os.path.join(loc, "cu*", "bin")) + glob.glob(os.path.join(loc, "cuda_nvcc", "bin"))]
+    return sorted(out, key=lambda p: _version_key(str(p)), reverse=True)
+
+
 @functools.lru_cache(maxsize=None)
 def candidates(name: str) -> tuple[str, ...]:
-    """Executables called ``name``: CUDA_HOME / CUDA_PATH, PATH, /usr/local/cuda* (newest first), then Triton's."""
+    """Executables called ``name``: CUDA_HOME / CUDA_PATH, the pip CUDA wheels' (the same release as the NVVM
+    beside them), PATH, /usr/local/cuda* (newest first), then Triton's."""
     found: list[str] = []
     paths = [os.path.join(os.environ[v], "bin", name) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    paths += [str(d / name) for d in wheel_bin_dirs()]
     paths.append(shutil.which(name) or "")
     paths += sorted(glob.glob(f"/usr/local/cuda*/bin/{name}"), key=_version_key, reverse=True)
     tb = triton_bin_dir()
