@@ -93,3 +93,30 @@ def test_readme_sections_per_gpu_with_populations_and_holdout(tmp_path):
     again = readme.read_text()
     assert again.count("accuracy:h200:begin") == 1 and again.count("GPU X") == 3
     assert (tmp_path / "accuracy.svg").exists() and (tmp_path / "accuracy_h200.svg").exists()
+
+
+def test_run_holdout_batches_the_predictions_it_needs(monkeypatch):
+    """run_holdout on the real suite with a stand-in simulator: the preset's predictions and each fit's candidates
+    first, then the held-out family's cases with the refitted values; nothing is predicted twice, and a family no fit
+    used costs only its own cases."""
+    from gpusim.validate import records
+    calls = []
+
+    def fake(args):
+        name, gpu, over = args
+        calls.append((name, repr(over)))
+        m = records.measured(name)
+        x = over.get("dram", {}).get("row_miss_ns", 12.0)
+        return {"cycles": m["cycles"] * (1 + abs(x - 6.0) / 100), "dram_bytes_write": m.get("dram_bytes_write", 0)}
+    monkeypatch.setattr(ho, "_predict_override", fake)
+    res = ho.run_holdout(families=["reduction"])
+    (r,) = res
+    assert r.family == "reduction" and r.refit == {"dram.row_miss_ns": 6.0}
+    assert r.held_out_mape == pytest.approx(0.0) and r.in_sample_mape == pytest.approx(6.0)
+    assert len(calls) == len(set(calls))
+    fit = next(f for f in ho.FITS if f.param == "row_miss_ns")
+    assert len(calls) == len(fit.fit_cases(CASES)) * len(fit.candidates) + len(r.cases) + \
+        len([n for n in r.cases if n not in fit.fit_cases(CASES)])
+    calls.clear()
+    (m,) = ho.run_holdout(families=["math"])
+    assert m.refit == {} and len(calls) == len(m.cases)

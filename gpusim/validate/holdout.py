@@ -114,13 +114,16 @@ def holdout(predict: Callable[[str, dict], dict], measured: Callable[[str], dict
             return base[name]
         return predict(name, over)
 
-    # the predictions every fit needs: each candidate on each of its cases
+    # the predictions a fit needs when a requested family informed it: each candidate on each of its cases
+    asked = {c.name for c in in_sample if c.group in fams}
     table: list[dict[tuple[float, str], dict]] = []
     for f in fits:
         t = {}
-        for n in f.fit_cases(in_sample):
-            for v in f.candidates:
-                t[(v, n)] = pred(n, {f.section: {f.param: v}})
+        names = f.fit_cases(in_sample)
+        if asked & set(names):
+            for n in names:
+                for v in f.candidates:
+                    t[(v, n)] = pred(n, {f.section: {f.param: v}})
         table.append(t)
     out = []
     for fam in fams:
@@ -206,8 +209,11 @@ def run_holdout(gpu: Any = "h100", jobs: int = 1, families: list[str] | None = N
     in_sample = [c for c in cases if _calibrated_on(c)]
     fams = set(families or [c.group for c in in_sample])
     first = [(c.name, {}) for c in in_sample if c.group in fams]
+    held = {c.name for c in in_sample if c.group in fams}
     for f in FITS:
-        first += [(n, {f.section: {f.param: v}}) for n in f.fit_cases(in_sample) for v in f.candidates]
+        names = f.fit_cases(in_sample)
+        if held & set(names):                 # only fits a requested family informed are redone
+            first += [(n, {f.section: {f.param: v}}) for n in names for v in f.candidates]
     batch(first)
     wanted: list[tuple[str, dict]] = []
 
