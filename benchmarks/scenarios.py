@@ -1,7 +1,7 @@
 """The lecture scenarios at full size, side by side with the H100: each headline ratio simulated vs measured.
 
     python benchmarks/scenarios.py                    # the two headline variants of every scenario, 2 processes
-    python benchmarks/scenarios.py --all-variants     # every variant (the whole tables: hours on a small machine)
+    python benchmarks/scenarios.py --all-variants     # every variant, and each scenario's whole table first
     python benchmarks/scenarios.py --skip-heavy       # leave out scenarios whose headline needs a heavy case
     python benchmarks/scenarios.py divergence fusion  # some scenarios, by name
 
@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                 case = suite.case_by_name(v.case)
                 res.rows.append(S.make_row(s, v, case, dict(case.params), dict(memo[v.case]), "h100", False))
                 wall += memo[v.case].get("wall_s", 0.0)
+        if a.all_variants:
+            print(S.format_text(res))
         h = res.headline()
         rows.append([s.name, f"{h['text']} ({h['slow']} / {h['fast']})", f"{h['simulated']:.2f}x",
                      f"{h['measured']:.2f}x", f"{h['error_pct']:+.1f}%", "yes" if h["direction_right"] else "NO",
