@@ -76,6 +76,8 @@ class Scenario:
     columns: tuple = ()
     figure: str = "bars"            # "bars" (by label), "lines" (y over x, a line per series), "roofline"
     x_title: str = ""
+    x_param: str = ""               # "lines": x is this launch parameter of the row (divided by x_div), at either size
+    x_div: float = 1.0
     y_key: str = "time_us"
     y_title: str = "time (µs)"
     x_log: bool = False
@@ -143,7 +145,7 @@ def _build() -> list[Scenario]:
         tuple(var), Headline("DRAM bytes read, 4 B chunks / contiguous", "4 B chunks", "256 B chunks",
                              "dram_bytes_read"),
         (Column("read B/useful B", "read_per_useful", ".2f", hw=True),),
-        figure="lines", x_title="chunk bytes per 256 B row", y_key="read_per_useful",
+        figure="lines", x_param="chunk_bytes", x_title="chunk bytes per 256 B row", y_key="read_per_useful",
         y_title="DRAM bytes read per useful byte", x_log=True))
     # 4 -- tiling
     var = []
@@ -161,7 +163,7 @@ def _build() -> list[Scenario]:
         tuple(var), Headline("naive / tiled time", "naive n=512", "tiled n=512"),
         (Column("warp inst (M)", "inst_executed", ".2f", scale=1e6),
          Column("DRAM MiB", "dram_mib", ".1f", hw=True)),
-        figure="lines", x_title="matrix size n", y_log=True))
+        figure="lines", x_param="n", x_title="matrix size n", y_log=True))
     # 5 -- tile/burst alignment
     var = []
     smalls = {1024: 128, 1280: 256}
@@ -181,7 +183,7 @@ def _build() -> list[Scenario]:
         "divisibility (128x128x64 tiles, 8 warps, 3 stages).",
         tuple(var), Headline("not divisible by 16 / divisible by 64: time", "1025", "1024"),
         (Column("TFLOP/s", "tflops", ".1f", hw=True),),
-        figure="lines", x_title="M = N = K", y_key="tflops", y_title="TFLOP/s"))
+        figure="lines", x_param="M", x_title="M = N = K", y_key="tflops", y_title="TFLOP/s"))
     # 6 -- wave quantization
     S.append(Scenario(
         "wave_quantization", "Wave quantization",
@@ -193,7 +195,7 @@ def _build() -> list[Scenario]:
               for t in suite.WAVE_TILES),
         Headline("one tile past a full wave: time", "133 tiles", "132 tiles"),
         (Column("waves", "waves", ".2f", hw=True),),
-        figure="lines", x_title="output tiles (132 SMs)"))
+        figure="lines", x_param="M", x_div=128, x_title="output tiles (132 SMs)"))
     # 7 -- operator fusion
     var = [Variant(f"{'fused' if f else 'unfused'} n=2^{p}", f"tl_sincos_{'fused' if f else 'unfused'}_n{1 << p}",
                    {"n": 1 << (p - 6)}, x=1 << p, series="fused" if f else "5 kernels",
@@ -206,7 +208,7 @@ def _build() -> list[Scenario]:
         "Memory-bound either way: the time follows the bytes moved, and the chain also pays five launches.",
         tuple(var), Headline("unfused / fused time", "unfused n=2^24", "fused n=2^24"),
         (Column("kernels", "n_kernels", ".0f"), Column("DRAM MiB", "dram_mib", ".1f", hw=True)),
-        figure="lines", x_title="elements", x_log=True, y_log=True))
+        figure="lines", x_param="n", x_title="elements", x_log=True, y_log=True))
     # 8 -- recomputation
     var = [Variant(f"{m} n=2^{p}", f"scn_recompute_{m}_n{1 << p}", {"n": 1 << (p - 3)}, x=1 << p, series=m,
                    small_label=f"{m} n=2^{p - 3}") for p in (20, 22, 24) for m in ("store", "recompute")]
@@ -218,7 +220,7 @@ def _build() -> list[Scenario]:
         "more instructions. On a memory-bound chip the FLOPs are free and the bytes are not.",
         tuple(var), Headline("store / recompute time", "store n=2^22", "recompute n=2^22"),
         (Column("DRAM MiB", "dram_mib", ".1f", hw=True),),
-        figure="lines", x_title="elements", x_log=True, y_log=True))
+        figure="lines", x_param="n", x_title="elements", x_log=True, y_log=True))
     # 9 -- lower precision
     var = [Variant(f"{d} n=2^{p}", f"scn_relu_f{d[2:]}_n{1 << p}", {"n": 1 << (p - 4)}, x=1 << p, series=d,
                    small_label=f"{d} n=2^{p - 4}")
@@ -230,7 +232,7 @@ def _build() -> list[Scenario]:
         "gain little; past a few MiB the time follows the bytes and fp16 approaches half of fp32.",
         tuple(var), Headline("fp32 / fp16 time", "fp32 n=2^24", "fp16 n=2^24"),
         (Column("DRAM MiB", "dram_mib", ".1f", hw=True),),
-        figure="lines", x_title="elements", x_log=True, y_log=True))
+        figure="lines", x_param="n", x_title="elements", x_log=True, y_log=True))
     # 10 -- occupancy
     small_copy = {"n": 1 << 18}
     var = [Variant(f"smem {kb} KB/block", f"grid_stride_copy_smem{kb}k", small_copy, x=kb,
@@ -277,7 +279,7 @@ def _build() -> list[Scenario]:
         "softmax, so it reads Q, K, V and writes O only. Z * heads * N = 65536, head dim 64, fp16.",
         tuple(var), Headline("naive / flash time", "naive N=2048", "flash N=2048"),
         (Column("DRAM MiB", "dram_mib", ",.1f", hw=True),),
-        figure="lines", x_title="sequence length N", x_log=True, y_log=True))
+        figure="lines", x_param="N_CTX", x_title="sequence length N", x_log=True, y_log=True))
     # 13 -- roofline
     var = [Variant(f"{8 * it} FLOP per 8 B", f"scn_roofline_fma{it}", {"n": 1 << 18}) for it in (1, 4, 16, 64)]
     var += [Variant("fp16 matmul 2048^3", _mm(2048), {"M": 256, "N": 256, "K": 256},
@@ -285,7 +287,9 @@ def _build() -> list[Scenario]:
     S.append(Scenario(
         "roofline", "The roofline",
         "below the ridge a kernel is bound by bandwidth (FLOPs are free), above it by the compute ceiling",
-        "Chains of fp32 FMAs over a 2 x 16 MiB stream at 1 to 64 FLOP per DRAM byte, and a tensor-core matmul. "
+        "Chains of fp32 FMAs over a 2 x 16 MiB stream, 8 to 512 FLOP per element loaded and stored (8 B), and a "
+        "tensor-core matmul. Part of the 16 MiB written stays in the 50 MB L2, so the intensity per DRAM byte is "
+        "higher than per byte the program moves. "
         "Each kernel is placed at its arithmetic intensity and achieved FLOP/s under the preset's ceilings: "
         "16x the FLOPs costs about 2x the time until the kernel reaches the FP32 ceiling.",
         tuple(var), Headline("16x the FLOPs: time", "128 FLOP per 8 B", "8 FLOP per 8 B"),
@@ -546,7 +550,7 @@ def figure(res: Result):
         series = list(dict.fromkeys(_variant(s, r).series for r in res.rows))
         for i, name in enumerate(series):
             rows = [r for r in res.rows if _variant(s, r).series == name]
-            xs = [_variant(s, r).x for r in rows]
+            xs = [r["params"][s.x_param] / s.x_div if s.x_param else _variant(s, r).x for r in rows]
             col = _COLOURS[i % len(_COLOURS)]
             fig.add_trace(go.Scatter(x=xs, y=[r["sim"].get(s.y_key) for r in rows], mode="lines+markers",
                                      name=f"{name} (simulated)", line=dict(color=col),

@@ -189,6 +189,20 @@ def test_full_size_rows_carry_the_measured_h100_time():
     assert "H100 µs" in text and f"{row['hw']['time_us']:,.2f}" in text and "error +0.0%" in text
 
 
+def test_figures_follow_the_rows_at_either_size():
+    fig = S.figure(small("tiling"))
+    naive = next(t for t in fig.data if t.name == "naive (simulated)")
+    assert list(naive.x) == [64, 128]                                  # the small sizes, not the full ones
+    assert not any("H100" in (t.name or "") for t in fig.data)
+    full = S.figure(_as_if_perfect("tiling"))
+    hw = next(t for t in full.data if t.name == "naive (H100)")
+    assert list(hw.x) == [256, 512] and hw.line.dash == "dash"
+    assert list(hw.y) == [records.measured(f"matmul_naive_n{n}")["time_us"] for n in (256, 512)]
+    roof = S.figure(small("roofline"))
+    pts = next(t for t in roof.data if t.name == "simulated")
+    assert len(pts.x) == 5 and list(pts.x[:4]) == sorted(pts.x[:4])
+
+
 def test_records_gpu_of_a_preset():
     assert S.records_gpu_of("h100") == "h100"
     assert S.records_gpu_of("h200") == "h200"
