@@ -203,10 +203,15 @@ def test_figures_follow_the_rows_at_either_size():
     assert len(pts.x) == 5 and list(pts.x[:4]) == sorted(pts.x[:4])
 
 
-def test_records_gpu_of_a_preset():
+def test_records_gpu_of_a_preset(monkeypatch):
     assert S.records_gpu_of("h100") == "h100"
     assert S.records_gpu_of("h200") == "h200"
     assert S.records_gpu_of("a100") is None
+    monkeypatch.delenv(records.RECORDS_GPU_ENV, raising=False)
+    h200 = S._measured("scn_relu_f32_n16777216", "h200")
+    assert os.environ.get(records.RECORDS_GPU_ENV) is None                  # the H100's stay the default
+    assert h200["time_us"] < S._measured("scn_relu_f32_n16777216", "h100")["time_us"]     # faster HBM3e
+    assert S._measured("fa_fwd_d64_n2048", "a100") is None
 
 
 def test_heavy_scenarios_say_they_are_slow():
