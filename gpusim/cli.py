@@ -121,12 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(fn=cmd_gpus)
     from .bench import add_parser as add_bench
     from .explain import add_parser as add_explain
+    from .scenario import add_parser as add_scenario
     from .sweeper import add_parser as add_sweep
     from .tuner import add_parser as add_tune
     add_sweep(sub)
     add_tune(sub)
     add_bench(sub)
     add_explain(sub)
+    add_scenario(sub)
     try:
         from .validate.cli import add_parser as add_validate
         add_validate(sub)

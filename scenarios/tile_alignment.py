@@ -1,11 +1,6 @@
-"""Tile/burst alignment: a Triton matmul at K = N = 1409 cannot prove its rows 16-byte aligned, so every load
-becomes a 2-byte scalar access and the pipelined cp.async path is lost -- many times slower than at 1408."""
-from _common import run, table
+"""Tile and burst alignment: a Triton matmul whose sizes are not multiples of 16 loses its 16-byte vector loads:
+several times slower.  Prints the small-size table; ``gpusim scenario tile_alignment`` runs it at full size beside
+the H100's measured times."""
+from _common import main
 
-rows = []
-for n in (1408, 1409):
-    m = run("tl_matmul.py", M=n, N=n, K=n)
-    vw = sorted(set(v for v in m["meta"].get("vector_widths", {}).values())) if isinstance(
-        m["meta"].get("vector_widths"), dict) else m["meta"].get("vector_widths")
-    rows.append([n, str(vw), f"{m['inst_executed']:,}", f"{m['cycles']:,.0f}"])
-table(rows, ["size", "load vector widths", "warp instructions", "cycles"])
+main("tile_alignment")

@@ -1,10 +1,5 @@
-"""Wave quantization: 128x128 output tiles of a square matmul.  At 1408 there are 121 tiles, fewer than
-the 132 SMs (one wave); at 1536 there are 144: a second, nearly empty wave costs almost as much as the first."""
-from _common import run, table
+"""Wave quantization: 132 SMs run 132 tiles at once: 133 tiles take two waves, nearly twice the time of 132.  Prints
+the small-size table; ``gpusim scenario wave_quantization`` runs it at full size beside the H100's measured times."""
+from _common import main
 
-rows = []
-for n in (1280, 1408, 1536):
-    m = run("tl_matmul.py", M=n, N=n, K=n)
-    tiles = (n // 128) ** 2
-    rows.append([n, tiles, f"{m['waves']:.2f}", f"{m['cycles']:,.0f}", f"{2 * n**3 / m['cycles'] / 132:,.0f}"])
-table(rows, ["size", "tiles", "waves", "cycles", "FLOP/cycle/SM"])
+main("wave_quantization")

@@ -5,7 +5,7 @@ a function (a lazy import that goes back up is still a cycle).  A part is a subp
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
     base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
-    <-  viz, api  <-  kernelfile  <-  sweeper, bench, explain  <-  tuner  <-  cli, validate
+    <-  viz, api  <-  kernelfile  <-  sweeper, bench, explain  <-  tuner  <-  validate  <-  scenario  <-  cli
 
 ``compilers`` (the real compilers in the loop) stands on the base alone (errors; Triton and numba-cuda are
 optional and lazily imported); the front ends, ``api``, ``validate`` and ``cli`` may use it.
@@ -48,6 +48,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     # the `gpusim explain` command: a kernel file's launches re-simulated on idealized chips (Report.explain)
     "gpusim.explain": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
                                            "gpusim.api", "gpusim.kernelfile"},
+    # the `gpusim scenario` command: the lecture scenarios, suite cases simulated and held against the records
+    "gpusim.scenario": BASE | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
+                               "gpusim.validate"},
     # a Triton tutorial's benchmark section run with triton aliased to gpusim.triton
     "gpusim.bench": BASE | FRONT_ENDS | COMPILERS | {"gpusim.kernelfile"},
     # validate holds everything below cli against the records (tune_check: the tuner's picks vs the H100's)
@@ -55,7 +58,7 @@ MAY_IMPORT: dict[str, set[str]] = {
                                             "gpusim.api", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner"},
     "gpusim.cli": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
                                        "gpusim.validate", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner",
-                                       "gpusim.bench", "gpusim.explain"},
+                                       "gpusim.bench", "gpusim.explain", "gpusim.scenario"},
     # the package's root also installs the timing engine, lazily, as trace.benchmarker (for autotune, do_bench)
     "gpusim": {"gpusim.api", "gpusim.config", "gpusim.errors", "gpusim.progress", "gpusim.trace", "gpusim.sweeper",
                "gpusim.tuner"},

@@ -23,6 +23,15 @@ def test_h200_records_cover_the_whole_suite(monkeypatch):
     assert h200["time_us"] < h100["time_us"]
 
 
+def test_measured_time_is_in_microseconds(monkeypatch):
+    """ncu writes gpu__time_duration in ns; measured()["time_us"] is us: the kernel's cycles at the 1980 MHz
+    SM clock the records were taken at."""
+    monkeypatch.setenv(records.RECORDS_GPU_ENV, "h100")
+    m = records.measured("divergence_g32")
+    assert m["time_us"] == pytest.approx(m["cycles"] / 1980.0, rel=0.05)
+    assert 1.0 < m["time_us"] < 100.0
+
+
 def test_use_gpu_refuses_a_gpu_without_records(monkeypatch):
     monkeypatch.delenv(records.RECORDS_GPU_ENV, raising=False)
     assert records.records_gpus() == ["h100", "h200"]

@@ -62,6 +62,14 @@ def predict(case: Case | str, gpu: Any = "h100", compiler: str | None = None) ->
     launch = load_case(case)
     reports = simulate_launch(launch, cfg, compiler=compiler or os.environ.get("GPUSIM_COMPILER", "").strip()
                               or "builtin")
+    out = combine_reports(reports)
+    out["wall_s"] = time.perf_counter() - t0
+    return out
+
+
+def combine_reports(reports) -> dict[str, float]:
+    """The metrics of a launch's reports (one per kernel) combined as ``records.measured`` combines the
+    hardware's kernels, keyed by gpusim metric names; ``sim_inst``: warp instructions simulated."""
     rows = [_report_row(r) for r in reports]
     out: dict[str, float] = {}
     for key, (metric, how) in records.NCU_METRICS.items():
@@ -75,7 +83,6 @@ def predict(case: Case | str, gpu: Any = "h100", compiler: str | None = None) ->
     if "shared_static_bytes" in out:
         out["shared_bytes_per_cta"] = out.pop("shared_static_bytes") + out.pop("shared_dynamic_bytes", 0.0)
     out["n_kernels"] = len(rows)
-    out["wall_s"] = time.perf_counter() - t0
     out["sim_inst"] = sum(r["inst_executed"] for r in reports)
     return out
 

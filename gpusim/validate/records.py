@@ -40,7 +40,7 @@ def use_gpu(name: str) -> None:
 # gpusim metric key -> (Nsight Compute metric, how steps combine: "sum" | "max" | "wavg:<weight metric>" | "first")
 NCU_METRICS: dict[str, tuple[str, str]] = {
     "cycles": ("gpc__cycles_elapsed.max", "sum"),
-    "time_us": ("gpu__time_duration.sum", "sum"),
+    "time_us": ("gpu__time_duration.sum", "sum"),         # recorded in ns: measured() converts to us
     "inst_executed": ("smsp__inst_executed.sum", "sum"),
     "threads_per_inst": ("smsp__thread_inst_executed_per_inst_executed.ratio", "wavg:smsp__inst_executed.sum"),
     "gld_requests": ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "sum"),
@@ -156,6 +156,8 @@ def measured(case: str) -> dict[str, float]:
             out["gst_sectors_per_request"] = out["gst_sectors"] / out["gst_requests"]
         if "shared_static_bytes" in out:
             out["shared_bytes_per_cta"] = out.pop("shared_static_bytes") + out.pop("shared_dynamic_bytes", 0.0)
+        if "time_us" in out:
+            out["time_us"] /= 1e3                     # ncu records gpu__time_duration in ns (the files' "units")
         out["n_kernels"] = len(rows)
     t = timing_cases().get(case)
     if t and t.get("status") == "ok":

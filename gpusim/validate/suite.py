@@ -290,7 +290,7 @@ WAVE_CONFIG = {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 3, 
 
 
 def _scenario_cases(add) -> None:
-    """The variants of the lecture scenarios (``scenarios/``) not already covered by the cases above: groups
+    """The variants of the lecture scenarios (``gpusim/scenario.py``) not already covered by the cases above: groups
     ``scn_<scenario>``.  Every (kernel, params) a scenario runs at full size is a case, so that the H100 records
     hold a measured time for every row of its table.  Cases that take more than ~8 s to simulate are tagged
     ``heavy``, and so are most variants of a sweep whose light members already gate the effect: the light
