@@ -16,7 +16,7 @@ live in the constant bank or fold into immediates), the state of numba's range i
 nest, the load results an unrolled loop holds in flight (``unroll.unroll_pressure``), libdevice scratch, local
 arrays only ever indexed with constants (kept in registers) and the peak of the inlined device functions;
 clamped to [16, 255] (Nsight reports at least 16).  Its stated error, against ``launch__registers_per_thread``
-of the H100 records: within 4 registers for every SIMT kernel, 1.4 on average (``costs.REGISTERS_ERROR``;
+of the H100 records: within 4 registers for every in-sample SIMT kernel, 1.7 on average (``costs.REGISTERS_ERROR``;
 tests/test_cuda_calibration.py holds it there).  ``meta["registers"]`` records each term.
 """
 from __future__ import annotations

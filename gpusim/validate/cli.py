@@ -83,7 +83,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     if held and len(held) < len(rows):
         print("cycles by population (MAPE):")
         for label, sel in (("in-sample suite", [r for r in rows if r not in held]),
-                           ("held-out families (nb_docs, tlb, writeback)",
+                           (f"held-out families ({', '.join(sorted(HELD_OUT_GROUPS))})",
                             [r for r in held if r.group in HELD_OUT_GROUPS]),
                            ("scenario cases (collected after the calibration)",
                             [r for r in held if r.group.startswith("scn_")])):

@@ -48,6 +48,8 @@ FITS: list[Fit] = [
     Fit("l2", "bytes_per_clk_per_slice", 40.0, (32.0, 40.0, 48.0, 64.0, 80.0), "cycles",
         r"^(tl_matmul_(1536|2048|4096)_128x128x64|fa_fwd_d(64|128)_n(1024|4096))$",
         "prior: the bandwidth assumed before the fit"),
+    Fit("chip", "cta_dispatch_per_cycle", 0.0, (0.0, 0.5, 0.83, 1.2, 2.0), "cycles",
+        r"^fill_n(1048576|4194304|16777216)$", "prior: no limit on the work distributor's CTA rate"),
     Fit("dram", "row_miss_ns", 28.0, (0.0, 6.0, 12.0, 20.0, 28.0), "cycles",
         r"^(grid_stride_copy_smem(0|16|48)k|reduction_n16777216_b1056|strided_read_s(1|4|32))$",
         "prior: JEDEC tRP + tRCD"),

@@ -93,7 +93,9 @@ REGISTER_DEVIATIONS = frozenset({"tl_matmul_1409_128x128x64", "tl_matmul_2049_12
 REGISTER_DEVIATION_TOL = 0.35
 #: families collected to measure the model on kernels it was not designed or calibrated for (issue 13): kept out of
 #: the in-sample gates and calibrations; `gpusim validate report` shows their error apart
-HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "writeback"})
+#: (the store-only "writeback" family was held out until it calibrated the work distributor's CTA rate,
+#: chip.cta_dispatch_per_cycle: it is in-sample now, and `validate report --holdout-family` shows it without that fit)
+HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb"})
 
 
 def in_sample(case: "Case") -> bool:
