@@ -172,7 +172,8 @@ class _Context:
             return self.devfns[py_func], 0, {}
         if py_func in self.stack:
             raise UnsupportedConstruct(f"recursive call of device function {py_func.__name__!r}",
-                                       file=py_func.__code__.co_filename, line=py_func.__code__.co_firstlineno)
+                                       file=py_func.__code__.co_filename, line=py_func.__code__.co_firstlineno,
+                                       kernel=self.py_func.__name__)
         self.stack.append(py_func)
         try:
             cf, first, lines = _FunctionCompiler(self, py_func, kind).run()

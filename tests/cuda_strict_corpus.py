@@ -1,0 +1,709 @@
+"""A corpus of small numba-cuda kernels, each accepted or rejected by numba-cuda 0.30's real compiler for sm_90.
+
+Each case is one ``@cuda.jit`` kernel ``k`` (source text, after ``HEAD``), the argument types the real compiler
+is given (``cuda.compile_ptx(k, types, cc=(9, 0))``: numba type expressions, arrays C-contiguous as numba's
+dispatcher types a numpy array at launch, Python ints ``int64``), the launch shape, and the verdict:
+``"accept"``, or ``"reject"`` with ``names``: words the error must contain so that it names the same construct the
+real compiler names.  The verdicts were read off the real compiler (``tests/test_cuda_strict.py`` re-checks them
+wherever numba-cuda and NVVM are installed); gpusim must give the same verdict for every case.
+
+Arguments for a gpusim launch are made from the types: an array ``T[::1]`` is an array of ``N_ELEMS`` elements of
+dtype ``T`` (random values in [0, 4)), ``int64`` the integer ``N_ARG``, ``float64`` / ``float32`` the float 1.5.
+"""
+from __future__ import annotations
+
+N_ELEMS = 64
+N_ARG = 16
+
+HEAD = "import math\nimport numpy as np\nfrom numba import cuda\n\n\n"
+
+CASES: list[dict] = []
+
+
+def case(name, src, sig=("float32[::1]",), expect="accept", names=(), grid=(1,), block=(32,), launch=None):
+    """``launch``: the types of the launch's arguments where they differ from ``sig`` (``*args`` flattened)."""
+    CASES.append({"name": name, "src": src.strip("\n") + "\n", "sig": tuple(sig), "expect": expect,
+                  "names": tuple(names), "grid": grid, "block": block, "launch": tuple(launch or sig)})
+
+
+A = ("float32[::1]",)
+AN = ("float32[::1]", "int64")
+
+# ---------------------------------------------------------------------------------------------- accepted
+
+case("copy_scale", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = a[i] * 2.0
+""")
+
+case("thread_block_indices", """
+@cuda.jit
+def k(a):
+    i = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x
+    if i < a.shape[0] and cuda.gridDim.x == 1:
+        a[i] += 1.0
+""")
+
+case("tuple_pack_unpack", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    t = (1, 2.5)
+    p, q = t
+    if i < len(a):
+        a[i] = p + q + t[0]
+""")
+
+case("range_with_step", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    acc = 0
+    for j in range(0, n, 4):
+        acc += j
+    for j in range(n, 0, -3):
+        acc -= 1
+    if i < a.size:
+        a[i] = acc
+""", AN)
+
+case("math_functions", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        x = a[i]
+        a[i] = math.sqrt(x) + math.exp(-x) + math.sin(x) + math.floor(x) + math.pow(x, 2.0) + math.fabs(x)
+""")
+
+case("local_array", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    buf = cuda.local.array((4,), np.float32)
+    for j in range(4):
+        buf[j] = j * 0.5
+    if i < a.size:
+        a[i] = buf[0] + buf[3]
+""")
+
+case("shared_array_and_syncthreads", """
+@cuda.jit
+def k(a):
+    s = cuda.shared.array(32, dtype=np.float32)
+    t = cuda.threadIdx.x
+    s[t] = a[t]
+    cuda.syncthreads()
+    a[t] = s[31 - t]
+""")
+
+case("device_function", """
+@cuda.jit(device=True)
+def twice(x):
+    return 2 * x
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = twice(a[i]) + 1
+""")
+
+case("atomic_add_float32", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    cuda.atomic.add(a, 0, 1.0)
+""")
+
+case("atomic_max_int32_and_cas", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    cuda.atomic.max(a, 0, i)
+    cuda.atomic.cas(a, 1, 0, i)
+""", ("int32[::1]",))
+
+case("atomic_add_float64", """
+@cuda.jit
+def k(a):
+    cuda.atomic.add(a, 0, 0.25)
+""", ("float64[::1]",))
+
+case("if_elif_else", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i < 8:
+        a[i] = 1.0
+    elif i < 16:
+        a[i] = 2.0
+    else:
+        a[i] = 3.0
+""")
+
+case("while_break_continue", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    j = 0
+    acc = 0.0
+    while True:
+        j += 1
+        if j % 2 == 0:
+            continue
+        if j > n:
+            break
+        acc += j
+    a[i] = acc
+""", AN)
+
+case("early_return", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i >= a.size:
+        return
+    a[i] = -a[i]
+""")
+
+case("int_float_mixing", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    x = i * 0.5 + n
+    y = i // 3 + n % 5
+    a[i] = x + y
+""", AN)
+
+case("np_float32_cast", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = np.float32(i) * np.float32(0.5) + np.int32(3)
+""")
+
+case("abs_min_max_round", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = abs(a[i] - 2.0) + min(a[i], 1.0) + max(i, 3) + round(a[i])
+""")
+
+case("ternary_and_chained_compare", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    if 0 <= i < n and not (i == 5 or i == 7):
+        a[i] = 1.0 if a[i] > 2.0 else 0.0
+""", AN)
+
+case("grid_2d_and_gridsize", """
+@cuda.jit
+def k(a):
+    x, y = cuda.grid(2)
+    w, h = cuda.gridsize(2)
+    if x < a.size:
+        a[x] = y + w + h
+""")
+
+case("global_constant_tuple", """
+COEF = (1.0, 2.0, 3.0)
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    acc = 0.0
+    for c in COEF:
+        acc += c
+    a[i] = acc + COEF[1]
+""")
+
+case("shared_array_global_const_shape", """
+TILE = 16
+
+
+@cuda.jit
+def k(a):
+    s = cuda.shared.array((TILE, TILE), np.float32)
+    t = cuda.threadIdx.x
+    if t < TILE:
+        s[t, 0] = t
+    cuda.syncthreads()
+    if t < TILE:
+        a[t] = s[t, 0]
+""")
+
+case("warp_shuffle_and_syncwarp", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    v = a[i]
+    v += cuda.shfl_down_sync(0xFFFFFFFF, v, 1)
+    cuda.syncwarp()
+    a[i] = v
+""")
+
+case("print_simple", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i == 0:
+        print("value", i, a[0])
+""")
+
+case("iterate_over_array", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    acc = 0.0
+    for v in a:
+        acc += v
+    if i == 0:
+        a[0] = acc
+""")
+
+case("bool_and_bitwise_ints", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    m = (i & 3) | (i << 2) ^ (i >> 1)
+    b = i > 4
+    if b:
+        a[i] = m
+""")
+
+case("assert_statement", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    assert i >= 0
+    a[i] = 1.0
+""")
+
+case("local_array_2d", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    m = cuda.local.array((2, 3), dtype=np.int32)
+    for r in range(2):
+        for c in range(3):
+            m[r, c] = r * c
+    a[i] = m[1, 2]
+""")
+
+case("nested_device_functions", """
+@cuda.jit(device=True)
+def sq(x):
+    return x * x
+
+
+@cuda.jit(device=True)
+def norm2(x, y):
+    return math.sqrt(sq(x) + sq(y))
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = norm2(a[i], 1.0)
+""")
+
+case("power_operator", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = a[i] ** 2 + 2 ** 3
+""")
+
+case("reassign_same_type", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    x = n
+    x = x * 2 + i
+    a[i] = x
+""", AN)
+
+# ------------------------------------- what kernel authors try: each verdict is the real compiler's (some accept)
+
+case("list_literal", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    xs = [1.0, 2.0, 3.0]
+    a[i] = xs[1]
+""", expect="reject", names=('list',))
+
+case("list_comprehension", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    xs = [j * 2 for j in range(4)]
+    a[i] = xs[1]
+""", expect="reject", names=('list',))
+
+case("dict_literal", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    d = {0: 1.0, 1: 2.0}
+    a[i] = d[1]
+""", expect="reject", names=('dict',))
+
+case("set_literal", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    s = {1, 2, 3}
+    a[i] = len(s)
+""", expect="reject", names=('set',))
+
+case("string_concat", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    s = "ab" + "c"
+    a[i] = len(s)
+""")
+
+case("print_fstring", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    print(f"thread {i}")
+""", expect="reject", names=('str',))
+
+case("print_percent_format", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    print("thread %d" % i)
+""", expect="reject", names=('mod', 'str'))
+
+case("try_except", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    try:
+        a[i] = 1.0
+    except Exception:
+        a[i] = 0.0
+""", expect="reject", names=('try',))
+
+case("generator_kernel", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    yield i
+""", expect="reject", names=())
+
+case("generator_expression_sum", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = sum(j for j in range(4))
+""", expect="reject", names=('yield',))
+
+case("recursive_device_function", """
+@cuda.jit(device=True)
+def fact(n):
+    if n <= 1:
+        return 1
+    return n * fact(n - 1)
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = fact(i)
+""", expect="reject", names=())
+
+case("star_args_kernel", """
+@cuda.jit
+def k(a, *rest):
+    i = cuda.grid(1)
+    a[i] = rest[0]
+""", ("float32[::1]", "UniTuple(float64, 1)"), launch=("float32[::1]", "float64"))
+
+case("plain_python_function", """
+def helper(x):
+    return x + 1.0
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = helper(a[i])
+""", expect="reject", names=('untyped global name', 'helper'))
+
+case("np_sum_of_array", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = np.sum(a)
+""")
+
+case("np_empty", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    t = np.empty(4, np.float32)
+    a[i] = t[0]
+""", expect="reject", names=('empty',))
+
+case("np_zeros", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    t = np.zeros(4)
+    a[i] = t[0]
+""", expect="reject", names=('zeros',))
+
+case("array_expression", """
+@cuda.jit
+def k(a):
+    b = a + 1.0
+    a[0] = b[0]
+""", expect="reject", names=('NRT required',))
+
+case("array_sum_method", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = a.sum()
+""")
+
+case("kernel_returns_value", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = 1.0
+    return i
+""", expect="reject", names=('void return type',))
+
+case("unify_int_and_tuple", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    x = n
+    if i > 3:
+        x = (1, 2)
+    a[i] = x
+""", AN, expect="reject", names=('cannot unify',))
+
+case("unify_array_and_scalar", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    if i > 3:
+        n = a
+    a[i] = n
+""", AN, expect="reject", names=('cannot unify',))
+
+case("float_index", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i * 0.5] = 1.0
+""", expect="reject", names=('index type', 'float64'))
+
+case("shared_array_runtime_shape", """
+@cuda.jit
+def k(a, n):
+    s = cuda.shared.array(n, np.float32)
+    s[0] = 1.0
+    a[0] = s[0]
+""", AN, expect="reject", names=('shared.array',))
+
+case("shared_array_python_float_dtype", """
+@cuda.jit
+def k(a):
+    s = cuda.shared.array(16, float)
+    s[0] = 1.0
+    a[0] = s[0]
+""", expect="reject", names=('shared.array', 'float'))
+
+case("local_array_runtime_shape", """
+@cuda.jit
+def k(a, n):
+    buf = cuda.local.array(n, np.float32)
+    buf[0] = 1.0
+    a[0] = buf[0]
+""", AN, expect="reject", names=('local.array',))
+
+case("local_array_python_int_dtype", """
+@cuda.jit
+def k(a):
+    buf = cuda.local.array(4, int)
+    buf[0] = 1
+    a[0] = buf[0]
+""", expect="reject", names=('local.array', 'int'))
+
+case("atomic_add_int8", """
+@cuda.jit
+def k(a):
+    cuda.atomic.add(a, 0, 1)
+""", ("int8[::1]",), expect="reject", names=('add', 'int8'))
+
+case("atomic_max_float16", """
+@cuda.jit
+def k(a):
+    cuda.atomic.max(a, 0, a[1])
+""", ("float16[::1]",), expect="reject", names=('max', 'float16'))
+
+case("syncthreads_with_argument", """
+@cuda.jit
+def k(a):
+    cuda.syncthreads(1)
+    a[0] = 1.0
+""", expect="reject", names=('syncthreads',))
+
+case("grid_without_ndim", """
+@cuda.jit
+def k(a):
+    i = cuda.grid()
+    a[0] = 1.0
+""", expect="reject", names=('grid', 'ndim'))
+
+case("grid_4d", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(4)
+    a[0] = 1.0
+""", expect="reject", names=('can only be 1, 2, 3',))
+
+case("threadidx_w", """
+@cuda.jit
+def k(a):
+    i = cuda.threadIdx.w
+    a[0] = 1.0
+""", expect="reject", names=("unknown attribute 'w'",))
+
+case("tuple_item_assignment", """
+@cuda.jit
+def k(a):
+    t = (1, 2)
+    t[0] = 3
+    a[0] = t[0]
+""", expect="reject", names=('setitem', 'tuple'))
+
+case("with_statement", """
+@cuda.jit
+def k(a):
+    with open("x") as f:
+        a[0] = 1.0
+""", expect="reject", names=('with',))
+
+case("unsupported_math_function", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = math.factorial(i)
+""", expect="reject", names=("unknown attribute 'factorial'",))
+
+case("float_bitwise_and", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = a[i] & 3
+""", expect="reject", names=('and_', 'float32'))
+
+case("range_of_float", """
+@cuda.jit
+def k(a):
+    for j in range(2.5):
+        a[0] = j
+""")
+
+case("global_list", """
+G = [1.0, 2.0]
+
+
+@cuda.jit
+def k(a):
+    a[0] = G[0]
+""", expect="reject", names=('list',))
+
+case("store_none_in_array", """
+@cuda.jit
+def k(a):
+    a[0] = None
+""", expect="reject", names=('setitem', 'none'))
+
+case("string_compare", """
+@cuda.jit
+def k(a):
+    s = "x"
+    if s == "x":
+        a[0] = 1.0
+""")
+
+case("undefined_name", """
+@cuda.jit
+def k(a):
+    a[0] = undefined_thing + 1
+""", expect="reject", names=("name 'undefined_thing' is not defined",))
+
+case("class_in_kernel", """
+@cuda.jit
+def k(a):
+    class P:
+        pass
+    a[0] = 1.0
+""", expect="reject", names=('class',))
+
+case("raise_exception", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i > 1000:
+        raise ValueError("bad")
+    a[i] = 1.0
+""")
+
+case("inner_function_closure", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    def f(x):
+        return x + a[0]
+    a[i] = f(1.0)
+""")
+
+case("lambda_in_kernel", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    f = lambda x: x * 2
+    a[i] = f(a[i])
+""")
+
+case("slice_assign_scalar", """
+@cuda.jit
+def k(a):
+    a[0:4] = 1.0
+""")
+
+case("enumerate_and_zip", """
+@cuda.jit
+def k(a):
+    acc = 0
+    for j, v in enumerate(range(3)):
+        acc += j * v
+    for p, q in zip(range(2), range(2)):
+        acc += p + q
+    a[0] = acc
+""")
+
+case("isinstance_check", """
+@cuda.jit
+def k(a):
+    if isinstance(a[0], float):
+        a[0] = 1.0
+""")
