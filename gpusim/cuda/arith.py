@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from . import costs as C_
-from .values import BOOL, EMPTY, F32, F64, I32, I64, U32, U64, V, _fix, _union, arith_type, short, unify
+from .values import (BOOL, EMPTY, F32, F64, I32, I64, U32, U64, ArrayRef, SubArray, V, _fix, _union, arith_type,
+                     short, unify)
 
 
 def _narrow_dtype(dt: np.dtype) -> str:
@@ -85,6 +86,9 @@ _MATH: dict = {
 MATH_FUNCTIONS = frozenset(_MATH)
 
 
+#: numba's (``operator`` module's) names of the bitwise operators, for messages
+_NUMBA_OP = {"bitand": "and_", "bitor": "or_", "bitxor": "xor", "lshift": "lshift", "rshift": "rshift"}
+
 class Arith:
     """The chunk's (``runtime.Chunk``) arithmetic and math: each method takes ``V`` operands (or Python numbers)
     and returns the ``V`` result, recording the instructions under the current mask."""
@@ -117,6 +121,9 @@ class Arith:
     def binop(self, op, a, b, line) -> V:
         if isinstance(a, tuple) or isinstance(b, tuple):
             raise self._err(UnsupportedConstruct, f"arithmetic '{op}' on tuples", line)
+        if isinstance(a, (ArrayRef, SubArray)) or isinstance(b, (ArrayRef, SubArray)):
+            raise self._err(CompileError, f"an array expression ('{op}' of a whole array) allocates a new array: "
+                            "NRT required but not enabled in numba-cuda kernels", line)
         a = self._val(a, line)
         b = self._val(b, line)
         ta, tb = a.v.dtype, b.v.dtype
@@ -131,7 +138,7 @@ class Arith:
         else:
             ct = arith_type(ta, tb)
             if op in _COST_OP and ct.kind == "f":
-                raise self._err(CompileError, f"bitwise operation on floating-point values ({ta}, {tb})", line)
+                raise self._err(CompileError, f"bitwise operation on floating-point values: no {_NUMBA_OP.get(op, op)}({ta}, {tb})", line)
         cst = a.const and b.const
         rec = self.recording and not cst and self.mask is not EMPTY
         n0 = len(self.ops)

@@ -41,7 +41,7 @@ _CONSTRUCT_NAMES = {
     ast.With: "'with' statement", ast.AsyncWith: "'async with' statement", ast.Try: "'try' statement",
     ast.Raise: "'raise' statement", ast.ClassDef: "class definition", ast.FunctionDef: "nested function",
     ast.AsyncFunctionDef: "nested function", ast.Lambda: "lambda", ast.ListComp: "list comprehension",
-    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression",
+    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression (the use of yield in a closure)",
     ast.Yield: "'yield' (generator)", ast.YieldFrom: "'yield from' (generator)", ast.Await: "'await'",
     ast.Global: "'global' statement", ast.Nonlocal: "'nonlocal' statement", ast.Delete: "'del' statement",
     ast.Import: "'import' statement", ast.ImportFrom: "'import' statement", ast.List: "list",

@@ -19,7 +19,20 @@ import numpy as np
 from ..errors import CompileError
 from . import costs as C_
 from .unroll import LoopRecord
-from .values import BOOL, EMPTY, I64, UNDEF, V, _fix, _union, const, m_and, m_andnot, m_or, unify
+from .values import (BOOL, EMPTY, I64, UNDEF, ArrayRef, SubArray, Ununified, V, _fix, _union, const, m_and,
+                     m_andnot, m_or, unify)
+
+
+def _kind(x) -> str:
+    if isinstance(x, V):
+        return "number"
+    if isinstance(x, (ArrayRef, SubArray)):
+        return "array"
+    if isinstance(x, tuple):
+        return "tuple"
+    if isinstance(x, Ununified):
+        return "ununified"
+    return "other"
 
 
 class Frame:
@@ -58,6 +71,9 @@ class Control:
 
     def assign(self, old, new, name=None):
         t = type(new)
+        if self.mask is not self.base and name is not None and old is not UNDEF and old is not None \
+                and _kind(old) != _kind(new):
+            return Ununified(name, old, new)      # numba's type unification fails where the paths join
         if t is V:
             if name is not None:
                 d = self.L.var_dtypes
@@ -109,7 +125,7 @@ class Control:
             return
         if val is not None:
             if f.kind == "kernel":
-                raise self._err(CompileError, "a kernel cannot return a value", line)
+                raise self._err(CompileError, "a kernel cannot return a value (CUDA kernel must have void return type)", line)
             f.retval = val if f.retval is UNDEF else self.assign(f.retval, val)
         f.returned = m_or(f.returned, m)
         self.mask = EMPTY

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
-from .values import EMPTY, I64, ArrayRef, GlobalArray, LocalArray, Shape, SharedArray, SubArray, V, _union, const
+from .values import (EMPTY, I64, ArrayRef, GlobalArray, LocalArray, Shape, SharedArray, SubArray, Ununified, V,
+                     _union, const)
 
 
 class Indexing:
@@ -129,6 +130,8 @@ class Indexing:
         return arr, idx
 
     def getitem(self, obj, idx, line):
+        if type(obj) is Ununified:
+            raise self._err(CompileError, obj.message(), line)
         if isinstance(obj, tuple):
             i = self._val(idx, line)
             if not i.const or i.v.dtype.kind not in "iu":
@@ -150,12 +153,19 @@ class Indexing:
         raise self._err(UnsupportedConstruct, f"indexing {type(obj).__name__}", line)
 
     def setitem(self, obj, idx, value, line):
+        if type(obj) is Ununified:
+            raise self._err(CompileError, obj.message(), line)
+        if value is None and isinstance(obj, (ArrayRef, SubArray)):
+            raise self._err(CompileError, "no setitem(array, index, none): None cannot be stored in an array", line)
         if isinstance(obj, (ArrayRef, SubArray)):
             arr, idx = self._norm_idx(obj, idx, line)
             if len(idx) != arr.ndim:
                 raise self._err(CompileError, f"array {arr.name!r} has {arr.ndim} dimension(s); "
                                 f"{len(idx)} index(es) given in an assignment", line)
             return self.store(arr, idx, value, line)
+        if isinstance(obj, tuple):
+            raise self._err(CompileError, "no setitem on a tuple: tuples are immutable (item assignment to tuple)",
+                            line)
         raise self._err(UnsupportedConstruct, f"item assignment to {type(obj).__name__}", line)
 
     def _index(self, arr, idx, line, write):
@@ -180,7 +190,7 @@ class Indexing:
             iv = ix.v
             kd = iv.dtype.kind
             if kd not in "iub":
-                raise self._err(CompileError, f"array index must be an integer, not {iv.dtype}", line)
+                raise self._err(CompileError, f"Unsupported array index type {iv.dtype}: an array index must be an integer", line)
             dim = arr.shape[k]
             if not ix.const:
                 runtime.append((k, ix))

@@ -134,7 +134,7 @@ def classify(obj):
     if nd is not None:
         return ("dtype", nd)
     if isinstance(obj, types.FunctionType):
-        return ("devfn", obj)
+        return ("pyfunc", obj)              # a plain Python function: numba-cuda cannot call it from a kernel
     if isinstance(obj, tuple) and all(classify(x)[0] in ("const", "ctuple") for x in obj):
         return ("ctuple", obj)
     if isinstance(obj, np.ndarray):
@@ -193,6 +193,9 @@ class StaticResolver:
                 if path[0] == "atomic" and len(path) == 2 and attr not in _ATOMICS:
                     raise self.unsupported(f"cuda.atomic.{attr}", node)
                 return ("cuda", path)
+            if path[:-1] in _CUDA_VALUE:
+                raise self.compile_error(f"Unknown attribute {attr!r} of type Dim3 (cuda.{'.'.join(path)}: only "
+                                         ".x, .y and .z)", node)
             raise self.unsupported(f"cuda.{'.'.join(path)}", node)
         if kind in ("math", "np", "numba"):
             mod = tag[1]
@@ -201,6 +204,9 @@ class StaticResolver:
             if not hasattr(mod, attr):
                 raise self.compile_error(f"module {mod.__name__!r} has no attribute {attr!r}", node)
             c = classify(getattr(mod, attr))
+            if c[0] == "unknown" and kind == "math":
+                raise self.compile_error(f"Unknown attribute {attr!r} of module math (math.{attr} is not supported "
+                                         "by numba-cuda)", node)
             if c[0] == "unknown":
                 raise self.unsupported(f"{mod.__name__}.{attr}", node)
             return c

@@ -16,6 +16,7 @@ import numpy as np
 
 from .astgen import _BINOPS, _CMPOPS, _CONSTRUCT_NAMES, _UNOPS, _c, _lam, _load, _rt, _store
 from .resolve import _CUDA_CALLS, _CUDA_VALUE, _const_tuple, _numba_dtype
+from ..errors import CompileError
 from .values import const
 
 
@@ -149,8 +150,18 @@ class ExpressionRewriter:
             args[kw.arg] = kw.value
         if "shape" not in args or "dtype" not in args:
             raise self.compile_error(f"cuda.{space}.array needs shape and dtype", n)
-        shape = self.static_eval(args["shape"])
-        dt = self.static_eval(args["dtype"])
+        try:
+            shape = self.static_eval(args["shape"])
+        except CompileError:
+            raise self.compile_error(f"cuda.{space}.array: the shape {ast.unparse(args['shape'])!r} is not a "
+                                     "compile-time constant (an int or a tuple of ints)", n) from None
+        try:
+            dt = self.static_eval(args["dtype"])
+        except CompileError:
+            dt = None
+        if dt is None or isinstance(dt, (bool, int, float, tuple, str)):
+            raise self.compile_error(f"cuda.{space}.array: dtype {ast.unparse(args['dtype'])!r} is not a numba or "
+                                     "numpy dtype (np.float32, numba.float32 ...)", n)
         try:
             dtype = np.dtype(dt) if not isinstance(dt, np.dtype) else dt
         except TypeError:
@@ -220,7 +231,19 @@ class ExpressionRewriter:
             self.ns[name] = cf.fn
             return ast.Call(func=_load(name), args=[_load("_rt")] + [self.expr(a) for a in n.args],
                             keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
+        if kind == "pyfunc":
+            raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
+                                     "<class 'function'> (a plain Python function: decorate it with "
+                                     "@cuda.jit(device=True))", n)
         if kind == "builtin" and tag[1] == "print":
+            for a in n.args:
+                if isinstance(a, ast.JoinedStr):
+                    raise self.compile_error("an f-string in print(): numba-cuda has no str() of a number "
+                                             "(print the values as separate arguments)", a)
+                if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Mod) and isinstance(a.left, ast.Constant) \
+                        and isinstance(a.left.value, str):
+                    raise self.compile_error("'%' formatting in print(): numba-cuda has no mod(str, ...) (print "
+                                             "the values as separate arguments)", a)
             return _c(None)         # printf from a kernel: accepted, prints nothing (arguments not evaluated)
         if kind == "builtin" and tag[1] == "float" and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) \
                 and isinstance(n.args[0].value, str):
@@ -310,7 +333,7 @@ class ExpressionRewriter:
                 raise self.compile_error(f"cuda.{path[0]} takes the number of dimensions", n)
             nd = self.static_eval(n.args[0])
             if nd not in (1, 2, 3):
-                raise self.compile_error(f"cuda.{path[0]}({nd!r}): ndim must be 1, 2 or 3", n)
+                raise self.compile_error(f"cuda.{path[0]}({nd!r}): argument can only be 1, 2, 3", n)
             return _rt(path[0], _c(int(nd)), _c(line))
         args = [self.expr(a) for a in n.args]
         name = path[-1]
@@ -326,6 +349,8 @@ class ExpressionRewriter:
             return _rt("atomic", _c(name), args[0], args[1], ast.Tuple(elts=args[2:], ctx=ast.Load()), _c(line),
                        _c(not unused))
         if name == "syncthreads":
+            if args:
+                raise self.compile_error(f"cuda.syncthreads() takes no arguments ({len(args)} given)", n)
             return _rt("syncthreads", _c(line))
         if name == "syncwarp":
             return _rt("simple", _c(("syncwarp",)), _c(line))
