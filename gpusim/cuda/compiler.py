@@ -18,6 +18,8 @@ of the kernel's variables) is computed here too.
 The passes, one module each, run over one function at a time (``_FunctionCompiler``, composed of their mixins):
 
 - ``resolve.py``        name resolution and static evaluation: what each global name refers to
+- ``desugar.py``        ``for`` loops over tuples, arrays, ``enumerate`` and ``zip`` become loops over ``range()``;
+                        ``raise`` in a kernel becomes ``return`` (the thread ends, as in numba-cuda)
 - ``analysis.py``       control-flow facts (reconvergence points, countable loops, loop-variable use) and the
                         live ranges of the register estimate
 - ``rewrite_stmts.py``  statements -> mask-managing branches and loops, masked assignments
@@ -41,6 +43,7 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from .analysis import FlowAnalysis, _liveness
+from .desugar import ForDesugar
 from .astgen import _c, _load, _rt, _store
 from .resolve import StaticResolver, classify
 from .rewrite_exprs import ExpressionRewriter
@@ -187,7 +190,7 @@ class _Context:
 
 # ---- one function --------------------------------------------------------------------------------------------
 
-class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, FlowAnalysis):
+class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, FlowAnalysis, ForDesugar):
     """Compiles one kernel or device function: parses its source, runs the passes (the mixins) over its AST and
     compiles the rewritten function (``run``)."""
 
@@ -264,10 +267,13 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
             raise self.unsupported("*args / **kwargs / keyword-only parameters", fdef)
         params = [x.arg for x in a.posonlyargs + a.args]
         self.params = params
-        self.locals = set(params)
-        for n in ast.walk(fdef):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                self.locals.add(n.id)
+        for rnd in range(2):        # again after the for loops over tuples / arrays become loops over range()
+            self.locals = set(params)
+            for n in ast.walk(fdef):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    self.locals.add(n.id)
+            if rnd == 0:
+                self._desugar_fors(fdef)
         self.fdef = fdef
         self.loop_private = self._loop_private(fdef)
         body = list(fdef.body)

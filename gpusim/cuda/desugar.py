@@ -1,0 +1,155 @@
+"""Compiler pass: ``for`` loops over what is not ``range()``, rewritten into loops over ``range()`` before the
+other passes run (numba-cuda accepts them all), and ``raise`` in a kernel, which ends the thread as numba-cuda's
+does (``return``).
+
+- over a 1-d array or a runtime tuple ``X``: ``for _i in range(len(X)): t = X[_i]`` (``X`` evaluated once);
+- over a tuple of static length (a global tuple, a tuple literal): unrolled, ``t = X[0]; body; t = X[1]; body``
+  (a tuple's elements may have different types, as numba's ``literal_unroll``); a ``break`` / ``continue`` in
+  such a loop is left to the ``for`` rewriter, which refuses it;
+- ``enumerate(X)`` and ``zip(X, Y, ...)`` of those and of ``range(n)`` / ``range(a, b)``: the same, with the
+  target bound to a tuple of the elements.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+from ..errors import CompileError, UnsupportedConstruct
+from .analysis import _contains
+
+
+def _name(n, ctx=None):
+    return ast.Name(id=n, ctx=ctx or ast.Load())
+
+
+def _call(f, *args):
+    return ast.Call(func=_name(f), args=list(args), keywords=[])
+
+
+class ForDesugar:
+    """``_desugar_fors``, for ``compiler._FunctionCompiler`` (uses its ``static`` and ``static_eval``)."""
+
+    def _desugar_fors(self, fdef) -> None:
+        comp = self
+        comp._nfor = 0
+
+        class T(ast.NodeTransformer):
+            def visit_For(self, node):
+                self.generic_visit(node)
+                return comp._desugar_for(node)
+
+            def visit_Raise(self, node):
+                # numba-cuda compiles ``raise`` in a kernel: the thread sets the exception status and returns
+                # (reported on the host only with debug=True); in a device function it would propagate up
+                # through every caller, which gpusim does not follow (the rewriter refuses it there)
+                if comp.kind == "kernel":
+                    return ast.copy_location(ast.Return(value=None), node)
+                return node
+
+            def visit_FunctionDef(self, node):
+                if node is fdef:
+                    self.generic_visit(node)
+                return node
+
+            visit_Lambda = visit_ClassDef = lambda self, node: node
+        T().visit(fdef)
+        ast.fix_missing_locations(fdef)
+
+    def _quiet_static(self, node):
+        try:
+            return self.static(node)
+        except (CompileError, UnsupportedConstruct):
+            return None
+
+    def _is_builtin(self, node, fn) -> bool:
+        return isinstance(node, ast.Name) and node.id not in self.locals and self.scope.get(node.id) is fn
+
+    def _seq(self, x, idx):
+        """(element expression at index ``idx``, length expression, static length or None) of iterable ``x``;
+        None when it is not one this pass rewrites."""
+        if isinstance(x, ast.Call) and self._quiet_static(x.func) == ("builtin", "range") and not x.keywords:
+            if len(x.args) == 1:
+                n = x.args[0]
+                return _name(idx), n, self._static_int(n)
+            if len(x.args) == 2:
+                a, b = x.args
+                n = ast.BinOp(left=b, op=ast.Sub(), right=a)
+                return ast.BinOp(left=a, op=ast.Add(), right=_name(idx)), _call("max", ast.Constant(0), n), None
+            return None
+        static_len = None
+        if isinstance(x, ast.Tuple):
+            static_len = len(x.elts)
+        elif isinstance(x, (ast.Name, ast.Attribute)):
+            tag = self._quiet_static(x)
+            if tag is not None and tag[0] == "ctuple":
+                static_len = len(tag[1])
+        el = ast.Subscript(value=x, slice=_name(idx), ctx=ast.Load())
+        return el, _call("len", x), static_len
+
+    def _static_int(self, n):
+        if _contains([n], (ast.Call, ast.Subscript)):
+            return None
+        try:
+            v = self.static_eval(n)
+        except (CompileError, UnsupportedConstruct):
+            return None
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def _desugar_for(self, s):
+        it = s.iter
+        if s.orelse or (isinstance(it, ast.Call) and self._quiet_static(it.func) == ("builtin", "range")):
+            return s
+        self._nfor += 1
+        k = self._nfor
+        idx = f"_gs_fi{k}"
+        if isinstance(it, ast.Call) and self._is_builtin(it.func, enumerate) and len(it.args) == 1 \
+                and not it.keywords:
+            parts = [None, it.args[0]]
+        elif isinstance(it, ast.Call) and self._is_builtin(it.func, zip) and it.args and not it.keywords:
+            parts = list(it.args)
+        else:
+            parts = [it]
+        pre, elems, lens, statics = [], [], [], []
+        for j, x in enumerate(parts):
+            if x is None:                           # enumerate's counter
+                elems.append(_name(idx))
+                continue
+            if not (isinstance(x, ast.Call) and self._quiet_static(x.func) == ("builtin", "range")) \
+                    and not isinstance(x, (ast.Name, ast.Constant)):
+                tmp = f"_gs_fs{k}_{j}"              # the iterable is evaluated once
+                pre.append(ast.copy_location(ast.Assign(targets=[_name(tmp, ast.Store())], value=x), s))
+                x = _name(tmp)
+            r = self._seq(x, idx)
+            if r is None:
+                return s
+            el, n, st = r
+            elems.append(el)
+            lens.append(n)
+            statics.append(st)
+        value = elems[0] if len(parts) == 1 else ast.Tuple(elts=elems, ctx=ast.Load())
+        bind = ast.copy_location(ast.Assign(targets=[s.target], value=value), s)
+        jumps = _contains(s.body, (ast.Break, ast.Continue), stop=(ast.For, ast.While))
+        tuple_like = any(not (isinstance(p, ast.Call) and self._quiet_static(p.func) == ("builtin", "range"))
+                         for p in parts if p is not None) and all(st is not None for st in statics)
+        if tuple_like and not jumps:                # unrolled: the elements may differ in type
+            out = list(pre)
+            for i in range(min(statics)):
+                b = copy.deepcopy(bind)
+                for n in ast.walk(b.value):
+                    if isinstance(n, ast.Name) and n.id == idx:
+                        n.id = "_gs_fconst"
+                b.value = _subst_const(b.value, i)
+                out.append(b)
+                out.extend(copy.deepcopy(s.body))
+            return out
+        length = lens[0] if len(lens) == 1 else _call("min", *lens)
+        loop = ast.For(target=_name(idx, ast.Store()), iter=_call("range", length), body=[bind] + s.body, orelse=[])
+        ast.copy_location(loop, s)
+        return pre + [loop]
+
+
+def _subst_const(e, i):
+    class S(ast.NodeTransformer):
+        def visit_Name(self, n):
+            return ast.copy_location(ast.Constant(i), n) if n.id == "_gs_fconst" else n
+    return S().visit(e)
