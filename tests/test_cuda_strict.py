@@ -25,12 +25,10 @@ GPUSIM_HEAD = HEAD.replace("from numba import cuda", "from gpusim import cuda")
 IDS = [c["name"] for c in CASES]
 #: cases where gpusim does not yet give numba's verdict or wording (DEVIATIONS.md, "Strictness left to do")
 GPUSIM_DEVIATES = {
-    "string_concat",
     "star_args_kernel",
     "np_sum_of_array",
     "array_sum_method",
     "range_of_float",
-    "string_compare",
     "inner_function_closure",
     "lambda_in_kernel",
     "slice_assign_scalar",
@@ -130,9 +128,9 @@ def _case(name):
     return next(c for c in CASES if c["name"] == name)
 
 
-def test_loops_over_tuples_arrays_enumerate_zip_and_raise_compute_numbas_results(tmp_path):
-    """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py) give numba's values,
-    and ``raise`` ends only the raising thread."""
+def test_rewritten_loops_strings_and_raise_compute_numbas_results(tmp_path):
+    """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py) and compile-time
+    strings give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -147,6 +145,10 @@ def test_loops_over_tuples_arrays_enumerate_zip_and_raise_compute_numbas_results
     out = a.copy()
     gpusim.simulate(mod.k, (1,), (32,), out, progress=False)
     assert out[0] == 0 * 0 + 1 * 1 + 2 * 2 + (0 + 0) + (1 + 1)
+    mod, _ = _load(tmp_path, _case("string_concat"), GPUSIM_HEAD)     # compile-time strings fold
+    out = a.copy()
+    gpusim.simulate(mod.k, (1,), (32,), out, progress=False)
+    assert np.all(out[:32] == 3.0)
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from . import costs as C_
 from .values import (BOOL, EMPTY, F32, F64, I32, I64, U32, U64, ArrayRef, SubArray, V, _fix, _union, arith_type,
-                     short, unify)
+                     const, short, unify)
 
 
 def _narrow_dtype(dt: np.dtype) -> str:
@@ -121,6 +121,8 @@ class Arith:
     def binop(self, op, a, b, line) -> V:
         if isinstance(a, tuple) or isinstance(b, tuple):
             raise self._err(UnsupportedConstruct, f"arithmetic '{op}' on tuples", line)
+        if type(a) is str and type(b) is str and op == "add":
+            return a + b                                  # compile-time strings, folded as numba folds them
         if isinstance(a, (ArrayRef, SubArray)) or isinstance(b, (ArrayRef, SubArray)):
             raise self._err(CompileError, f"an array expression ('{op}' of a whole array) allocates a new array: "
                             "NRT required but not enabled in numba-cuda kernels", line)
@@ -206,6 +208,8 @@ class Arith:
             self.recording = old
 
     def compare(self, op, a, b, line) -> V:
+        if type(a) is str and type(b) is str and op in ("eq", "ne"):
+            return const((a == b) == (op == "eq"))        # compile-time strings
         a = self._val(a, line)
         b = self._val(b, line)
         ta, tb = a.v.dtype, b.v.dtype

@@ -103,7 +103,7 @@ class Indexing:
         raise self._err(UnsupportedConstruct, f"attribute .{name} of {type(obj).__name__}", line)
 
     def length(self, obj, line) -> V:
-        if isinstance(obj, tuple):
+        if isinstance(obj, (tuple, str)):
             return const(len(obj))
         if isinstance(obj, (ArrayRef, SubArray)):
             return self.getitem(self.attr(obj, "shape", line), const(0), line)

@@ -74,6 +74,8 @@ class ExpressionRewriter:
                 return self.k(const(v))
             if v is None:
                 return _c(None)
+            if isinstance(v, str):
+                return _c(v)        # a compile-time string (numba's Literal[str]): +, ==, != and len() fold
             raise self.unsupported(f"a {type(v).__name__} constant", n)
         if t is ast.BinOp:
             op = _BINOPS.get(type(n.op))
