@@ -26,8 +26,6 @@ IDS = [c["name"] for c in CASES]
 #: cases where gpusim does not yet give numba's verdict or wording (DEVIATIONS.md, "Strictness left to do")
 GPUSIM_DEVIATES = {
     "star_args_kernel",
-    "np_sum_of_array",
-    "array_sum_method",
     "range_of_float",
     "inner_function_closure",
     "lambda_in_kernel",
@@ -128,9 +126,9 @@ def _case(name):
     return next(c for c in CASES if c["name"] == name)
 
 
-def test_rewritten_loops_strings_and_raise_compute_numbas_results(tmp_path):
-    """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py) and compile-time
-    strings give numba's values, and ``raise`` ends only the raising thread."""
+def test_rewritten_loops_strings_sums_and_raise_compute_numbas_results(tmp_path):
+    """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py), compile-time
+    strings and array sums give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -149,6 +147,11 @@ def test_rewritten_loops_strings_and_raise_compute_numbas_results(tmp_path):
     out = a.copy()
     gpusim.simulate(mod.k, (1,), (32,), out, progress=False)
     assert np.all(out[:32] == 3.0)
+    src = "@cuda.jit\ndef k(a, o):\n    i = cuda.grid(1)\n    o[i] = np.sum(a) + a.sum()\n"   # per-thread sums
+    mod, _ = _load(tmp_path, {"name": "sums", "src": src}, GPUSIM_HEAD)
+    o = np.zeros(32, np.float32)
+    gpusim.simulate(mod.k, (1,), (32,), a, o, progress=False)
+    assert np.allclose(o, 2 * float(a.sum()), rtol=1e-5)
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)

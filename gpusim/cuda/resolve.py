@@ -34,6 +34,8 @@ for _k, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("exp2", "exp2"), ("expm1", "ex
                ("radians", "radians")):
     _NPFN[getattr(np, _k)] = _n
 _NPBUILTIN = {np.abs: "abs", np.absolute: "abs", np.minimum: "min", np.maximum: "max"}
+#: numpy reductions of a whole array a kernel may call (each thread reduces the array: ``devlib.array_sum``)
+_NPREDUCE = {np.sum: "sum"}
 #: numpy's arithmetic ufuncs, by the chunk's operator names (a scalar call is the operator; with an output
 #: array, ``np.add(a, b, out)``, a loop over the elements: ``devlib.ufunc_out``)
 _NPBINOP = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "truediv",
@@ -124,6 +126,8 @@ def classify(obj):
             return ("npufunc", _NPBUILTIN[obj])
         if obj in _NPBINOP:
             return ("npbinop", _NPBINOP[obj])
+        if obj in _NPREDUCE:
+            return ("npreduce", _NPREDUCE[obj])
     except TypeError:          # unhashable
         pass
     if isinstance(obj, type) and issubclass(obj, np.generic):

@@ -233,6 +233,10 @@ class ExpressionRewriter:
             self.ns[name] = cf.fn
             return ast.Call(func=_load(name), args=[_load("_rt")] + [self.expr(a) for a in n.args],
                             keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
+        if kind == "npreduce":
+            if len(n.args) != 1 or n.keywords:
+                raise self.unsupported(f"{ast.unparse(n.func)} with more than the array", n)
+            return _rt("method", self.expr(n.args[0]), _c(tag[1]), ast.Tuple(elts=[], ctx=ast.Load()), _c(line))
         if kind == "pyfunc":
             raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
                                      "<class 'function'> (a plain Python function: decorate it with "
