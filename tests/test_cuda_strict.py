@@ -27,8 +27,6 @@ IDS = [c["name"] for c in CASES]
 GPUSIM_DEVIATES = {
     "star_args_kernel",
     "range_of_float",
-    "inner_function_closure",
-    "lambda_in_kernel",
     "slice_assign_scalar",
     "isinstance_check",
 }
@@ -126,9 +124,9 @@ def _case(name):
     return next(c for c in CASES if c["name"] == name)
 
 
-def test_rewritten_loops_strings_sums_and_raise_compute_numbas_results(tmp_path):
+def test_rewritten_constructs_compute_numbas_results(tmp_path):
     """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py), compile-time
-    strings and array sums give numba's values, and ``raise`` ends only the raising thread."""
+    strings, array sums and inlined closures give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -152,6 +150,12 @@ def test_rewritten_loops_strings_sums_and_raise_compute_numbas_results(tmp_path)
     o = np.zeros(32, np.float32)
     gpusim.simulate(mod.k, (1,), (32,), a, o, progress=False)
     assert np.allclose(o, 2 * float(a.sum()), rtol=1e-5)
+    src = ("@cuda.jit\ndef k(a, o):\n    i = cuda.grid(1)\n    def sq(x):\n        return x * x + a[0]\n"
+           "    g = lambda x, y: x - y\n    o[i] = sq(a[i]) + g(i, 1.0)\n")     # closures, inlined as numba's
+    mod, _ = _load(tmp_path, {"name": "closures", "src": src}, GPUSIM_HEAD)
+    o = np.zeros(32, np.float32)
+    gpusim.simulate(mod.k, (1,), (32,), a, o, progress=False)
+    assert np.allclose(o, a[:32] * a[:32] + a[0] + np.arange(32) - 1.0)
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)

@@ -1,6 +1,7 @@
 """Compiler pass: ``for`` loops over what is not ``range()``, rewritten into loops over ``range()`` before the
-other passes run (numba-cuda accepts them all), and ``raise`` in a kernel, which ends the thread as numba-cuda's
-does (``return``).
+other passes run (numba-cuda accepts them all); ``raise`` in a kernel, which ends the thread as numba-cuda's
+does (``return``); functions and lambdas defined in the kernel with a one-expression body, inlined at their
+calls as numba inlines closures.
 
 - over a 1-d array or a runtime tuple ``X``: ``for _i in range(len(X)): t = X[_i]`` (``X`` evaluated once);
 - over a tuple of static length (a global tuple, a tuple literal): unrolled, ``t = X[0]; body; t = X[1]; body``
@@ -32,6 +33,11 @@ class ForDesugar:
     def _desugar_fors(self, fdef) -> None:
         comp = self
         comp._nfor = 0
+        try:
+            _inline_closures(fdef)
+        except _NotInlined as e:
+            raise self.unsupported(f"calling the kernel's function {e.args[0]!r} with an argument that calls "
+                                   "something, used more than once in its body", e.args[1]) from None
 
         class T(ast.NodeTransformer):
             def visit_For(self, node):
@@ -146,6 +152,68 @@ class ForDesugar:
         loop = ast.For(target=_name(idx, ast.Store()), iter=_call("range", length), body=[bind] + s.body, orelse=[])
         ast.copy_location(loop, s)
         return pre + [loop]
+
+
+class _NotInlined(Exception):
+    pass
+
+
+def _one_expression(node):
+    """(parameter names, returned expression) of a function defined in the kernel whose body is one ``return e``
+    (``def f(x): return e`` or ``f = lambda x: e``); None for any other statement."""
+    if isinstance(node, ast.FunctionDef) and not node.decorator_list:
+        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+            args = node.args
+            if not (args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs):
+                return node.name, [x.arg for x in args.args], body[0].value
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+            and isinstance(node.value, ast.Lambda):
+        args = node.value.args
+        if not (args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs):
+            return node.targets[0].id, [x.arg for x in args.args], node.value.body
+    return None
+
+
+def _inline_closures(fdef) -> None:
+    """Functions and lambdas defined in the kernel with a one-expression body are inlined at their calls, as
+    numba-cuda inlines closures (``inline_closure_likes``); the names they read are the kernel's."""
+    defs = {}
+    for s in list(fdef.body):
+        got = _one_expression(s)
+        if got is None:
+            continue
+        name, params, expr = got
+        stores = [n for n in ast.walk(fdef) if isinstance(n, ast.Name) and n.id == name
+                  and isinstance(n.ctx, ast.Store)]
+        loads = [n for n in ast.walk(fdef) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+        calls = [n for n in ast.walk(fdef) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == name]
+        if len(stores) > (1 if isinstance(s, ast.Assign) else 0) or len(loads) != len(calls) or name in defs:
+            continue                                 # used other than by calls: left to the rewriter to refuse
+        defs[name] = (params, expr)
+        fdef.body.remove(s)
+
+    class Inline(ast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            if isinstance(node.func, ast.Name) and node.func.id in defs and not node.keywords \
+                    and len(node.args) == len(defs[node.func.id][0]):
+                params, expr = defs[node.func.id]
+                sub = dict(zip(params, node.args))
+                for p, a in sub.items():      # an argument is evaluated once: one with a call, used once only
+                    uses = sum(isinstance(n, ast.Name) and n.id == p for n in ast.walk(expr))
+                    if uses > 1 and _contains([a], (ast.Call,)):
+                        raise _NotInlined(node.func.id, node)
+
+                class Sub(ast.NodeTransformer):
+                    def visit_Name(self, n):
+                        return copy.deepcopy(sub[n.id]) if n.id in sub and isinstance(n.ctx, ast.Load) else n
+                e = Sub().visit(copy.deepcopy(expr))
+                return ast.copy_location(ast.fix_missing_locations(e), node) if isinstance(e, ast.expr) else e
+            return node
+    if defs:
+        Inline().visit(fdef)
 
 
 def _subst_const(e, i):
