@@ -28,7 +28,6 @@ GPUSIM_DEVIATES = {
     "star_args_kernel",
     "range_of_float",
     "slice_assign_scalar",
-    "isinstance_check",
 }
 
 
@@ -126,7 +125,7 @@ def _case(name):
 
 def test_rewritten_constructs_compute_numbas_results(tmp_path):
     """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py), compile-time
-    strings, array sums and inlined closures give numba's values, and ``raise`` ends only the raising thread."""
+    strings, array sums, inlined closures and isinstance give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -156,6 +155,12 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     o = np.zeros(32, np.float32)
     gpusim.simulate(mod.k, (1,), (32,), a, o, progress=False)
     assert np.allclose(o, a[:32] * a[:32] + a[0] + np.arange(32) - 1.0)
+    src = ("@cuda.jit\ndef k(a, b, o):\n    o[0] = isinstance(a[0], float)\n    o[1] = isinstance(b[0], float)\n"
+           "    o[2] = isinstance(a[0], np.float32)\n    o[3] = isinstance((1, 2), tuple)\n")
+    mod, _ = _load(tmp_path, {"name": "isinst", "src": src}, GPUSIM_HEAD)
+    o = np.full(4, 9, np.int32)
+    gpusim.simulate(mod.k, (1,), (1,), a, a.astype(np.float64), o, progress=False)
+    assert list(o) == [0, 1, 1, 1]      # numba: a float32 is not an instance of float, a float64 is
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)

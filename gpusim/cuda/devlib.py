@@ -166,6 +166,15 @@ class DeviceLibrary:
                 acc = self.binop("add", acc, x, line)
         return acc if acc is not None else const(np.float64(0.0) if arr.dtype.kind == "f" else 0)
 
+    def isinst(self, obj, spec, line) -> V:
+        """``isinstance(x, cls)``: decided by the type of ``x`` at compile time, as numba decides it."""
+        for s in spec:
+            if s[0] == "tuple" and isinstance(obj, tuple):
+                return const(True)
+            if type(obj) is V and obj.v.dtype == s[1]:
+                return const(True)
+        return const(False)
+
     def method(self, obj, name, args, line):
         """``obj.name(*args)`` on a runtime object (the grid group's ``sync``)."""
         if type(obj) is GridGroup:

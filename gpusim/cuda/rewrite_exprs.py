@@ -139,6 +139,22 @@ class ExpressionRewriter:
             return self.call(n)
         raise self.unsupported(_CONSTRUCT_NAMES.get(t, f"'{t.__name__}' expression"), n)
 
+    def _isinstance_spec(self, t):
+        """The classes of ``isinstance(x, t)`` as numba types them: ('dtype', float64) for float (numba: a float32
+        is not an instance of float, a float64 is), ('dtype', float32) for a numba / numpy scalar type, ('tuple',)
+        for tuple; a tuple of classes is any of them."""
+        if isinstance(t, ast.Tuple):
+            return tuple(s for e in t.elts for s in self._isinstance_spec(e))
+        tag = self.static(t)
+        if tag is not None and tag[0] == "builtin" and tag[1] in ("int", "float", "bool", "complex"):
+            return (("dtype", np.dtype({"int": np.int64, "float": np.float64, "bool": np.bool_,
+                                        "complex": np.complex128}[tag[1]])),)
+        if tag is not None and tag[0] == "builtin" and tag[1] == "tuple":
+            return (("tuple",),)
+        if tag is not None and tag[0] == "dtype":
+            return (("dtype", np.dtype(tag[1])),)
+        raise self.unsupported(f"isinstance() with {ast.unparse(t)!r}", t)
+
     def _array_decl(self, n, space):
         args = {}
         names = ["shape", "dtype"]
@@ -241,6 +257,10 @@ class ExpressionRewriter:
             raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
                                      "<class 'function'> (a plain Python function: decorate it with "
                                      "@cuda.jit(device=True))", n)
+        if kind == "builtin" and tag[1] == "isinstance":
+            if len(n.args) != 2 or n.keywords:
+                raise self.compile_error("isinstance() takes an object and a type", n)
+            return _rt("isinst", self.expr(n.args[0]), self.k(self._isinstance_spec(n.args[1])), _c(line))
         if kind == "builtin" and tag[1] == "print":
             for a in n.args:
                 if isinstance(a, ast.JoinedStr):
