@@ -26,8 +26,6 @@ IDS = [c["name"] for c in CASES]
 #: cases where gpusim does not yet give numba's verdict or wording (DEVIATIONS.md, "Strictness left to do")
 GPUSIM_DEVIATES = {
     "star_args_kernel",
-    "range_of_float",
-    "slice_assign_scalar",
 }
 
 
@@ -125,7 +123,8 @@ def _case(name):
 
 def test_rewritten_constructs_compute_numbas_results(tmp_path):
     """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py), compile-time
-    strings, array sums, inlined closures and isinstance give numba's values, and ``raise`` ends only the raising thread."""
+    strings, array sums, inlined closures, isinstance, slice stores and
+    range() of a float give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -161,6 +160,12 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     o = np.full(4, 9, np.int32)
     gpusim.simulate(mod.k, (1,), (1,), a, a.astype(np.float64), o, progress=False)
     assert list(o) == [0, 1, 1, 1]      # numba: a float32 is not an instance of float, a float64 is
+    src = ("@cuda.jit\ndef k(a, o, x):\n    a[1:5] = 7.0\n    a[-2:] = 3.0\n    a[::3] = 1.0\n    c = 0\n"
+           "    for j in range(x):\n        c += 1\n    o[0] = c\n")
+    mod, _ = _load(tmp_path, {"name": "slices", "src": src}, GPUSIM_HEAD)
+    b, o = np.zeros(10), np.zeros(1, np.int64)
+    gpusim.simulate(mod.k, (1,), (1,), b, o, 2.5, progress=False)
+    assert list(b) == [1, 7, 7, 1, 7, 0, 1, 0, 3, 1] and o[0] == 2     # numba's values (its CPU target)
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)

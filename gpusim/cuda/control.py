@@ -410,6 +410,8 @@ class Control:
         a = self._val(a, line)
         b = self._val(b, line)
         c = const(1) if c is None else self._val(c, line)
+        # numba-cuda compiles range() of floats, converting them to int64 (truncated): range(2.5) runs twice
+        a, b, c = (self.cast(v, I64, line) if v.v.dtype.kind == "f" else v for v in (a, b, c))
         for v in (a, b, c):
             if v.v.dtype.kind not in "iub":
                 raise self._err(CompileError, f"range() arguments must be integers, not {v.v.dtype}", line)

@@ -44,6 +44,9 @@ class ForDesugar:
                 self.generic_visit(node)
                 return comp._desugar_for(node)
 
+            def visit_Assign(self, node):
+                return comp._desugar_slice_store(node)
+
             def visit_Raise(self, node):
                 # numba-cuda compiles ``raise`` in a kernel: the thread sets the exception status and returns
                 # (reported on the host only with debug=True); in a device function it would propagate up
@@ -100,6 +103,36 @@ class ForDesugar:
         except (CompileError, UnsupportedConstruct):
             return None
         return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def _desugar_slice_store(self, s):
+        """``a[lo:hi:step] = v`` on a 1-d array (``v`` a number, ``step`` a positive constant or none): each thread
+        stores ``v`` into the elements of the slice, bounds clamped as Python's, in a loop over range()."""
+        if len(s.targets) != 1 or not isinstance(s.targets[0], ast.Subscript) \
+                or not isinstance(s.targets[0].slice, ast.Slice) or not isinstance(s.targets[0].value, ast.Name):
+            return s
+        sl = s.targets[0].slice
+        step = 1 if sl.step is None else self._static_int(sl.step)
+        if step is None or step <= 0 or _contains([s.value], (ast.Slice,)):
+            return s
+        self._nfor += 1
+        k = self._nfor
+        arr = s.targets[0].value.id
+        v, n, j = f"_gs_sv{k}", f"_gs_sn{k}", f"_gs_sj{k}"
+
+        def bound(e, default):
+            if e is None:
+                return default
+            x = f"({ast.unparse(e)})"
+            return f"min(max({x} + {n} if {x} < 0 else {x}, 0), {n})"
+        src = (f"{v} = {ast.unparse(s.value)}\n{n} = len({arr})\n"
+               f"for {j} in range({bound(sl.lower, '0')}, {bound(sl.upper, n)}, {step}):\n    {arr}[{j}] = {v}\n")
+        out = ast.parse(src).body
+        for st in out:
+            for node in ast.walk(st):
+                if "lineno" in node._attributes:
+                    node.lineno = node.end_lineno = s.lineno
+                    node.col_offset = node.end_col_offset = s.col_offset
+        return out
 
     def _desugar_for(self, s):
         it = s.iter
