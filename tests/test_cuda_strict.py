@@ -24,9 +24,7 @@ from cuda_strict_corpus import CASES, HEAD, N_ARG, N_ELEMS  # noqa: E402
 GPUSIM_HEAD = HEAD.replace("from numba import cuda", "from gpusim import cuda")
 IDS = [c["name"] for c in CASES]
 #: cases where gpusim does not yet give numba's verdict or wording (DEVIATIONS.md, "Strictness left to do")
-GPUSIM_DEVIATES = {
-    "star_args_kernel",
-}
+GPUSIM_DEVIATES: set = set()           # none at present: every case gets numba's verdict
 
 
 def _load(tmp_path, c, head):
@@ -123,8 +121,8 @@ def _case(name):
 
 def test_rewritten_constructs_compute_numbas_results(tmp_path):
     """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py), compile-time
-    strings, array sums, inlined closures, isinstance, slice stores and
-    range() of a float give numba's values, and ``raise`` ends only the raising thread."""
+    strings, array sums, inlined closures, isinstance, slice stores,
+    range() of a float and ``*args`` give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -166,6 +164,11 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     b, o = np.zeros(10), np.zeros(1, np.int64)
     gpusim.simulate(mod.k, (1,), (1,), b, o, 2.5, progress=False)
     assert list(b) == [1, 7, 7, 1, 7, 0, 1, 0, 3, 1] and o[0] == 2     # numba's values (its CPU target)
+    mod, _ = _load(tmp_path, {"name": "varargs", "src": "@cuda.jit\ndef k(a, *rest):\n    a[0] = rest[0] + rest[1]\n"},
+                   GPUSIM_HEAD)
+    b = np.zeros(2, np.float32)
+    gpusim.simulate(mod.k, (1,), (1,), b, 1.5, 2, progress=False)          # *rest is the tuple (1.5, 2)
+    assert b[0] == 3.5
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)

@@ -96,6 +96,7 @@ class CompiledKernel:
     local_frame_bytes: int
     functions: list                # CompiledFunction of the kernel first, then its device functions
     cooperative: bool = False      # uses cuda.cg.this_grid(): launched cooperatively (the whole grid resident)
+    vararg: bool = False           # ``def k(a, *rest)``: the launch's extra arguments are the tuple ``rest``
     last_registers: int = 0        # the register estimate of its last launch (max_cooperative_grid_blocks)
 
 
@@ -147,7 +148,8 @@ class _Context:
                               shared_slots=self.shared_slots, local_slots=self.local_slots,
                               shared_static_bytes=self.shared_off, dyn_shared_offset=dyn_off,
                               uses_dynamic_shared=self.uses_dyn, local_frame_bytes=frame,
-                              functions=self.functions, cooperative=self.cooperative)
+                              functions=self.functions, cooperative=self.cooperative,
+                              vararg=bool(self.py_func.__code__.co_flags & inspect.CO_VARARGS))
 
     def add_slot(self, space, name, shape, dtype, dynamic) -> Slot:
         dtype = np.dtype(dtype)
@@ -263,9 +265,9 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         if fdef is None or isinstance(fdef, ast.AsyncFunctionDef):
             raise CompileError(f"cannot find the definition of {self.py_func.__name__!r}", file=self.file, line=first)
         a = fdef.args
-        if a.vararg or a.kwarg or a.kwonlyargs:
-            raise self.unsupported("*args / **kwargs / keyword-only parameters", fdef)
-        params = [x.arg for x in a.posonlyargs + a.args]
+        if a.kwarg or a.kwonlyargs or (a.vararg and self.kind != "kernel"):
+            raise self.unsupported("*args in a device function / **kwargs / keyword-only parameters", fdef)
+        params = [x.arg for x in a.posonlyargs + a.args] + ([a.vararg.arg] if a.vararg else [])
         self.params = params
         for rnd in range(2):        # again after the for loops over tuples / arrays become loops over range()
             self.locals = set(params)
