@@ -707,3 +707,136 @@ def k(a):
     if isinstance(a[0], float):
         a[0] = 1.0
 """)
+
+case("for_else_and_while_else", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    for j in range(4):
+        if j == i:
+            break
+    else:
+        a[i] = 1.0
+    n = 0
+    while n < 3:
+        n += 1
+        if i == 7:
+            break
+    else:
+        a[i] += 2.0
+""")
+
+case("sum_builtin_of_array", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i == 0:
+        a[0] = sum(a)
+""")
+
+case("chained_and_nested_tuple_assignment", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    x = y = a[i]
+    (p, q), r = (1, 2), 3
+    a[i] = x + y + p + q + r
+""")
+
+case("device_function_default_and_keyword_args", """
+@cuda.jit(device=True)
+def f(x, y=2.0):
+    return x + y
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = f(a[i]) + f(x=1.0, y=a[i])
+""")
+
+case("print_array", """
+@cuda.jit
+def k(a):
+    print(a)
+""", expect="reject", names=("printing unimplemented", "array"))
+
+case("bool_array_index", """
+@cuda.jit
+def k(a):
+    a[True] = 1.0
+""", expect="reject", names=("bool",))
+
+case("del_statement", """
+@cuda.jit
+def k(a):
+    x = 1
+    del x
+    a[0] = 1.0
+""", expect="reject", names=("del",))
+
+case("global_statement", """
+@cuda.jit
+def k(a):
+    global G
+    G = 1
+    a[0] = 1.0
+""", expect="reject", names=("global",))
+
+case("assign_array_shape", """
+@cuda.jit
+def k(a):
+    a.shape = (2, 2)
+""", expect="reject", names=("shape",))
+
+case("string_getitem", """
+@cuda.jit
+def k(a):
+    s = "abc"
+    a[0] = len(s[1])
+""", expect="reject", names=("getitem", "str"))
+
+case("tuple_append", """
+@cuda.jit
+def k(a):
+    t = (1, 2)
+    t.append(3)
+""", expect="reject", names=("append", "tuple"))
+
+case("shape_index_out_of_range", """
+@cuda.jit
+def k(a):
+    a[0] = a.shape[2]
+""", expect="reject", names=("tuple index out of range",))
+
+case("local_array_zero_length", """
+@cuda.jit
+def k(a):
+    s = cuda.local.array(0, np.float32)
+    a[0] = 1.0
+""", expect="reject", names=("array length <= 0",))
+
+case("local_array_float_shape", """
+@cuda.jit
+def k(a):
+    s = cuda.local.array(4.0, np.float32)
+    a[0] = 1.0
+""", expect="reject", names=("local.array",))
+
+case("shfl_sync_missing_lane", """
+@cuda.jit
+def k(a):
+    a[0] = cuda.shfl_sync(0xFFFFFFFF, a[0])
+""", expect="reject", names=("shfl_sync",))
+
+case("grid_of_a_string", """
+@cuda.jit
+def k(a):
+    i = cuda.grid("1")
+""", expect="reject", names=("grid",))
+
+case("len_of_an_int", """
+@cuda.jit
+def k(a):
+    a[0] = len(5)
+""", expect="reject", names=("len", "int"))

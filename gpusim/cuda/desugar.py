@@ -42,7 +42,13 @@ class ForDesugar:
         class T(ast.NodeTransformer):
             def visit_For(self, node):
                 self.generic_visit(node)
-                return comp._desugar_for(node)
+                out = comp._desugar_else(node)
+                return out[:-2] + _as_list(comp._desugar_for(out[-2])) + out[-1:] if isinstance(out, list) \
+                    else comp._desugar_for(node)
+
+            def visit_While(self, node):
+                self.generic_visit(node)
+                return comp._desugar_else(node)
 
             def visit_Assign(self, node):
                 return comp._desugar_slice_store(node)
@@ -103,6 +109,33 @@ class ForDesugar:
         except (CompileError, UnsupportedConstruct):
             return None
         return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def _desugar_else(self, s):
+        """``for/while ... else``: the ``else`` body runs for the lanes that did not ``break``, as in numba:
+        ``nb = True; loop (each break: nb = False); if nb: else-body``; the loop itself without an else."""
+        if not s.orelse:
+            return s
+        self._nfor += 1
+        flag = f"_gs_nb{self._nfor}"
+
+        def mark(stmts):
+            out = []
+            for st in stmts:
+                if isinstance(st, ast.Break):
+                    out.append(ast.copy_location(ast.Assign(targets=[_name(flag, ast.Store())],
+                                                            value=ast.Constant(False)), st))
+                elif isinstance(st, ast.If):
+                    st.body, st.orelse = mark(st.body), mark(st.orelse)
+                elif isinstance(st, (ast.With, ast.Try)):
+                    st.body = mark(st.body)
+                out.append(st)
+            return out
+        orelse = s.orelse
+        s.orelse = []
+        s.body = mark(s.body)
+        init = ast.copy_location(ast.Assign(targets=[_name(flag, ast.Store())], value=ast.Constant(True)), s)
+        tail = ast.copy_location(ast.If(test=_name(flag), body=orelse, orelse=[]), orelse[0])
+        return [init, s, tail]
 
     def _desugar_slice_store(self, s):
         """``a[lo:hi:step] = v`` on a 1-d array (``v`` a number, ``step`` a positive constant or none): each thread
@@ -247,6 +280,10 @@ def _inline_closures(fdef) -> None:
             return node
     if defs:
         Inline().visit(fdef)
+
+
+def _as_list(x):
+    return x if isinstance(x, list) else [x]
 
 
 def _subst_const(e, i):

@@ -166,6 +166,15 @@ class DeviceLibrary:
                 acc = self.binop("add", acc, x, line)
         return acc if acc is not None else const(np.float64(0.0) if arr.dtype.kind == "f" else 0)
 
+    def print_check(self, values, names, line) -> None:
+        """``print(x)`` of a local: numba-cuda's printf has no format for an array."""
+        for v, nm in zip(values, names):
+            if isinstance(v, (ArrayRef, SubArray)):
+                from .values import kind_name
+                raise self._err(CompileError, f"printing unimplemented for values of type {kind_name(v)} "
+                                f"({nm!r}: numba-cuda prints numbers and strings)", line)
+        return None
+
     def isinst(self, obj, spec, line) -> V:
         """``isinstance(x, cls)``: decided by the type of ``x`` at compile time, as numba decides it."""
         for s in spec:

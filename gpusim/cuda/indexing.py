@@ -107,7 +107,8 @@ class Indexing:
             return const(len(obj))
         if isinstance(obj, (ArrayRef, SubArray)):
             return self.getitem(self.attr(obj, "shape", line), const(0), line)
-        raise self._err(UnsupportedConstruct, f"len() of {type(obj).__name__}", line)
+        from .values import kind_name
+        raise self._err(UnsupportedConstruct, f"len() of {kind_name(obj)}", line)
 
     def unpack(self, obj, n, line):
         if not isinstance(obj, tuple):
@@ -139,7 +140,7 @@ class Indexing:
             try:
                 r = obj[int(i.v)]
             except IndexError:
-                raise self._err(CompileError, f"tuple index {int(i.v)} out of range", line) from None
+                raise self._err(CompileError, f"tuple index out of range (index {int(i.v)} of {len(obj)})", line) from None
             if type(obj) is Shape:
                 self._field((obj.arr.key, "shape", obj.off + int(i.v) % len(obj)), line)
             return r
@@ -150,7 +151,8 @@ class Indexing:
             if len(idx) < arr.ndim:
                 return SubArray(arr, idx)
             return self.load(arr, idx, line)
-        raise self._err(UnsupportedConstruct, f"indexing {type(obj).__name__}", line)
+        raise self._err(UnsupportedConstruct, f"indexing {type(obj).__name__} (no getitem for it in numba-cuda)",
+                        line)
 
     def setitem(self, obj, idx, value, line):
         if type(obj) is Ununified:
@@ -189,7 +191,7 @@ class Indexing:
             ix = self._val(ix, line)
             iv = ix.v
             kd = iv.dtype.kind
-            if kd not in "iub":
+            if kd not in "iu":                  # numba: no bool index (a[True]), no float index
                 raise self._err(CompileError, f"Unsupported array index type {iv.dtype}: an array index must be an integer", line)
             dim = arr.shape[k]
             if not ix.const:

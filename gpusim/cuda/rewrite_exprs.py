@@ -194,7 +194,7 @@ class ExpressionRewriter:
         shape = tuple(int(s) for s in shape)
         dynamic = space == "shared" and (shape == (0,))
         if any(s < 0 for s in shape) or (space == "local" and any(s == 0 for s in shape)):
-            raise self.compile_error(f"cuda.{space}.array shape {shape} is invalid", n)
+            raise self.compile_error(f"cuda.{space}.array shape {shape} is invalid (array length <= 0)", n)
         name = self.assign_target or f"{space}_array@{n.lineno}"
         slot = self.ctx.add_slot(space, name, shape, dtype, dynamic)
         return _rt("shared_array" if space == "shared" else "local_array", self.k(slot), _c(n.lineno))
@@ -257,6 +257,10 @@ class ExpressionRewriter:
             raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
                                      "<class 'function'> (a plain Python function: decorate it with "
                                      "@cuda.jit(device=True))", n)
+        if kind == "builtin" and tag[1] == "sum":
+            if len(n.args) != 1 or n.keywords:
+                raise self.unsupported("sum() with a start value", n)
+            return _rt("method", self.expr(n.args[0]), _c("sum"), ast.Tuple(elts=[], ctx=ast.Load()), _c(line))
         if kind == "builtin" and tag[1] == "isinstance":
             if len(n.args) != 2 or n.keywords:
                 raise self.compile_error("isinstance() takes an object and a type", n)
@@ -270,6 +274,10 @@ class ExpressionRewriter:
                         and isinstance(a.left.value, str):
                     raise self.compile_error("'%' formatting in print(): numba-cuda has no mod(str, ...) (print "
                                              "the values as separate arguments)", a)
+            names = [a for a in n.args if isinstance(a, ast.Name) and a.id in self.locals]
+            if names:           # numba prints numbers and tuples, not arrays (values not otherwise evaluated)
+                return _rt("print_check", ast.Tuple(elts=[_load(a.id) for a in names], ctx=ast.Load()),
+                           _c(tuple(a.id for a in names)), _c(line))
             return _c(None)         # printf from a kernel: accepted, prints nothing (arguments not evaluated)
         if kind == "builtin" and tag[1] == "float" and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) \
                 and isinstance(n.args[0].value, str):

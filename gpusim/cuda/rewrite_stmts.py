@@ -102,7 +102,8 @@ class StatementRewriter:
             return out
         if isinstance(tg, ast.Subscript):
             return [ast.Expr(value=_rt("setitem", self.expr(tg.value), self.index(tg.slice), valexpr, _c(line)))]
-        raise self.unsupported(f"assignment to {type(tg).__name__.lower()}", tg)
+        what = f"attribute .{tg.attr}" if isinstance(tg, ast.Attribute) else type(tg).__name__.lower()
+        raise self.unsupported(f"assignment to {what}", tg)
 
     def augassign(self, s) -> list:
         line = s.lineno
