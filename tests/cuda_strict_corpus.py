@@ -840,3 +840,14 @@ case("len_of_an_int", """
 def k(a):
     a[0] = len(5)
 """, expect="reject", names=("len", "int"))
+
+case("divmod_and_max_min_of_array", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    q, r = divmod(-7, 2)
+    hi = max(a)
+    lo = min(a)
+    cuda.syncthreads()
+    a[i] = q * 10 + r + hi - lo
+""")

@@ -295,9 +295,18 @@ class Arith:
         return V(r, self._out(deps, n0), cst)
 
     # ---- builtins / math -----------------------------------------------------------------------------------
+    def builtin_divmod(self, a, b, line) -> tuple:
+        """``divmod(a, b)``: ``(a // b, a % b)``, Python's signs, as numba's."""
+        return self.binop("floordiv", a, b, line), self.binop("mod", a, b, line)
+
     def minmax(self, which, args, line) -> V:
         if len(args) == 1 and type(args[0]) is tuple:
             args = args[0]
+        if len(args) == 1 and isinstance(args[0], (ArrayRef, SubArray)) and args[0].ndim == 1:
+            arr = args[0]                       # max(a) of a 1-d array: numba iterates it (each thread, in order)
+            args = [self.getitem(arr, const(j), line) for j in range(arr.shape[0])]
+            if len(args) == 1:
+                return args[0]
         if len(args) < 2:
             raise self._err(UnsupportedConstruct, f"{which}() of fewer than two values", line)
         acc = self._val(args[0], line)

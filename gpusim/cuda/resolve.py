@@ -22,7 +22,7 @@ from .values import const
 
 _BUILTINS = {range: "range", min: "min", max: "max", abs: "abs", int: "int", float: "float", bool: "bool",
              len: "len", print: "print", round: "round", pow: "pow", isinstance: "isinstance", tuple: "tuple",
-             complex: "complex", sum: "sum"}
+             complex: "complex", sum: "sum", divmod: "divmod"}
 _MATHFN = {getattr(math, k): k for k in dir(math) if callable(getattr(math, k)) and k in MATH_FUNCTIONS}
 _NPFN = {}
 for _k, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("exp2", "exp2"), ("expm1", "expm1"), ("log", "log"),

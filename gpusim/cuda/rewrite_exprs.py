@@ -302,10 +302,14 @@ class ExpressionRewriter:
                 raise self.unsupported("range() outside a for statement", n)
             if b in ("min", "max"):
                 return _rt("minmax", _c(b), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
+            if b == "divmod" and len(args) == 2:
+                return _rt("builtin_divmod", args[0], args[1], _c(line))
             if len(args) != 1 and b not in ("round", "pow"):
                 raise self.compile_error(f"{b}() takes one argument here", n)
             if b == "abs":
                 return _rt("builtin_abs", args[0], _c(line))
+            if b == "divmod":
+                raise self.compile_error("divmod() takes two arguments", n)
             if b in ("int", "float"):      # numba: int(int32) stays int32, float(float32) stays float32
                 return _rt("builtin_num", _c(b), args[0], _c(line))
             if b == "bool":
