@@ -851,3 +851,9 @@ def k(a):
     cuda.syncthreads()
     a[i] = q * 10 + r + hi - lo
 """)
+
+case("atomic_with_a_float_index", """
+@cuda.jit
+def k(a):
+    cuda.atomic.add(a, 1.5, 1.0)
+""")

@@ -122,8 +122,8 @@ def _case(name):
 def test_rewritten_constructs_compute_numbas_results(tmp_path):
     """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py), compile-time
     strings, array sums, inlined closures, isinstance, slice stores,
-    range() of a float, ``*args``, ``for/while ... else``, divmod and
-    max/min of an array give numba's values, and ``raise`` ends only the raising thread."""
+    range() of a float, ``*args``, ``for/while ... else``, divmod,
+    max/min of an array and a float atomic index give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -178,6 +178,10 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     out = a.copy()
     gpusim.simulate(mod.k, (1,), (32,), out, progress=False)     # divmod(-7, 2) == (-4, 1), Python's signs
     assert np.allclose(out[:32], -40 + 1 + a.max() - a.min())
+    mod, _ = _load(tmp_path, _case("atomic_with_a_float_index"), GPUSIM_HEAD)
+    out = np.zeros(4, np.float32)
+    gpusim.simulate(mod.k, (1,), (32,), out, progress=False)         # index 1.5 -> 1
+    assert list(out) == [0, 32, 0, 0]
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)
