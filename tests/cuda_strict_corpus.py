@@ -857,3 +857,24 @@ case("atomic_with_a_float_index", """
 def k(a):
     cuda.atomic.add(a, 1.5, 1.0)
 """)
+
+case("tuple_comparison", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    t = (i // 4, i % 4)
+    if t < (1, 2) and (1, 2) != t:
+        a[i] = 1.0
+""")
+
+case("starred_call_arguments", """
+@cuda.jit(device=True)
+def f(x, y, z):
+    return x * 100 + y * 10 + z
+
+
+@cuda.jit
+def k(a):
+    t = (1, 2)
+    a[0] = max(*t) + f(*t, 3)
+""")

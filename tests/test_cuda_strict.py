@@ -123,7 +123,8 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     """The accepted loops gpusim rewrites into loops over range() (gpusim/cuda/desugar.py), compile-time
     strings, array sums, inlined closures, isinstance, slice stores,
     range() of a float, ``*args``, ``for/while ... else``, divmod,
-    max/min of an array and a float atomic index give numba's values, and ``raise`` ends only the raising thread."""
+    max/min of an array, a float atomic index, tuple
+    comparison and starred arguments give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -182,6 +183,14 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     out = np.zeros(4, np.float32)
     gpusim.simulate(mod.k, (1,), (32,), out, progress=False)         # index 1.5 -> 1
     assert list(out) == [0, 32, 0, 0]
+    mod, _ = _load(tmp_path, _case("tuple_comparison"), GPUSIM_HEAD)
+    out = np.zeros(32, np.float32)
+    gpusim.simulate(mod.k, (1,), (32,), out, progress=False)
+    assert list(np.flatnonzero(out)) == [i for i in range(32) if (i // 4, i % 4) < (1, 2)]
+    mod, _ = _load(tmp_path, _case("starred_call_arguments"), GPUSIM_HEAD)
+    out = np.zeros(2, np.float32)
+    gpusim.simulate(mod.k, (1,), (1,), out, progress=False)
+    assert out[0] == 2 + 123
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)

@@ -207,9 +207,29 @@ class Arith:
         finally:
             self.recording = old
 
+    def _tuple_compare(self, op, a, b, line) -> V:
+        """Python's order of tuples, element by element (numba compiles it for tuples of numbers)."""
+        if op in ("eq", "ne"):
+            if len(a) != len(b):
+                return const(op == "ne")
+            r = const(True)
+            for x, y in zip(a, b):
+                r = self.binop("bitand", r, self.compare("eq", x, y, line), line)
+            return r if op == "eq" else self.binop("bitxor", r, const(True), line)
+        strict = {"lt": "lt", "le": "lt", "gt": "gt", "ge": "gt"}[op]
+        # from the last element back: r = (x <op> y) | ((x == y) & r); past the shorter one, by length
+        r = const({"lt": len(a) < len(b), "le": len(a) <= len(b), "gt": len(a) > len(b),
+                   "ge": len(a) >= len(b)}[op])
+        for x, y in reversed(list(zip(a, b))):
+            r = self.binop("bitor", self.compare(strict, x, y, line),
+                           self.binop("bitand", self.compare("eq", x, y, line), r, line), line)
+        return r
+
     def compare(self, op, a, b, line) -> V:
         if type(a) is str and type(b) is str and op in ("eq", "ne"):
             return const((a == b) == (op == "eq"))        # compile-time strings
+        if type(a) is tuple and type(b) is tuple:
+            return self._tuple_compare(op, a, b, line)
         a = self._val(a, line)
         b = self._val(b, line)
         ta, tb = a.v.dtype, b.v.dtype

@@ -215,6 +215,17 @@ class ExpressionRewriter:
         if kind == "cuda":
             return self.cuda_call(tag[1], n, unused)
         if any(isinstance(a, ast.Starred) for a in n.args):
+            if kind == "devfn" or tag == ("builtin", "min") or tag == ("builtin", "max"):
+                # f(*t), max(*t): the tuple's elements are the arguments (unpacked when the call runs)
+                star = [ast.Starred(value=self.expr(a.value), ctx=ast.Load()) if isinstance(a, ast.Starred)
+                        else self.expr(a) for a in n.args]
+                if kind != "devfn":
+                    return _rt("minmax", _c(tag[1]), ast.Tuple(elts=star, ctx=ast.Load()), _c(line))
+                cf, _, _ = self.ctx.compile_function(tag[1], "device")
+                name = f"_gs_D_{cf.name}_{id(cf) % 100000}"
+                self.ns[name] = cf.fn
+                return ast.Call(func=_load(name), args=[_load("_rt")] + star,
+                                keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
             raise self.unsupported("starred arguments", n)
         if kind == "extern":
             ext = tag[1]
