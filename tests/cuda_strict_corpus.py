@@ -878,3 +878,38 @@ def k(a):
     t = (1, 2)
     a[0] = max(*t) + f(*t, 3)
 """)
+
+case("real_imag_conjugate_and_ord", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = a[i].real + a[i].imag + a[i].conjugate() + ord("a")
+""")
+
+case("math_cbrt", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = math.cbrt(a[i])
+""", expect="reject", names=("cbrt",))
+
+case("math_gcd", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = math.gcd(i, 6)
+""", expect="reject", names=("gcd",))
+
+case("print_with_keyword_argument", """
+@cuda.jit
+def k(a):
+    print("x", end="")
+""", expect="reject", names=("print()", "keyword arguments"))
+
+case("ballot_of_a_float", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    b = cuda.ballot_sync(0xFFFFFFFF, a[i])
+    a[i] = b
+""", expect="reject", names=("ballot_sync", "float32"))

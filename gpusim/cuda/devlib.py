@@ -195,6 +195,8 @@ class DeviceLibrary:
                             ".sync())", line)
         if isinstance(obj, (ArrayRef, SubArray)) and name == "sum" and not args:
             return self.array_sum(obj, line)
+        if type(obj) is V and name == "conjugate" and not args:
+            return obj                           # of a real number: itself
         what = "an array" if isinstance(obj, (ArrayRef, SubArray)) else \
             ("a number" if type(obj) is V else type(obj).__name__)
         raise self._err(UnsupportedConstruct, f"calling method .{name}() of {what}", line)

@@ -99,6 +99,8 @@ class Indexing:
         if type(obj) is V:
             if name == "real":
                 return obj
+            if name == "imag":                   # a real number's imaginary part: 0 of its type (numba)
+                return V(obj.v.dtype.type(0), (), True)
             raise self._err(UnsupportedConstruct, f"attribute .{name} of a number", line)
         raise self._err(UnsupportedConstruct, f"attribute .{name} of {type(obj).__name__}", line)
 

@@ -22,8 +22,13 @@ from .values import const
 
 _BUILTINS = {range: "range", min: "min", max: "max", abs: "abs", int: "int", float: "float", bool: "bool",
              len: "len", print: "print", round: "round", pow: "pow", isinstance: "isinstance", tuple: "tuple",
-             complex: "complex", sum: "sum", divmod: "divmod"}
-_MATHFN = {getattr(math, k): k for k in dir(math) if callable(getattr(math, k)) and k in MATH_FUNCTIONS}
+             complex: "complex", sum: "sum", divmod: "divmod", ord: "ord"}
+#: math functions numba-cuda 0.30 refuses in a kernel (each checked with compile_ptx for sm_90); math.cbrt among
+#: them (``cuda.cbrt`` is the CUDA one)
+_NUMBA_MATH_REFUSED = {"cbrt", "comb", "dist", "factorial", "fsum", "gcd", "isclose", "isqrt", "lcm", "perm", "prod",
+                       "ulp"}
+_MATHFN = {getattr(math, k): k for k in dir(math) if callable(getattr(math, k)) and k in MATH_FUNCTIONS
+           and k not in _NUMBA_MATH_REFUSED}
 _NPFN = {}
 for _k, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("exp2", "exp2"), ("expm1", "expm1"), ("log", "log"),
                ("log2", "log2"), ("log10", "log10"), ("log1p", "log1p"), ("sin", "sin"), ("cos", "cos"),
@@ -209,7 +214,7 @@ class StaticResolver:
             if not hasattr(mod, attr):
                 raise self.compile_error(f"module {mod.__name__!r} has no attribute {attr!r}", node)
             c = classify(getattr(mod, attr))
-            if c[0] == "unknown" and kind == "math":
+            if c[0] == "unknown" and kind == "math" and attr in _NUMBA_MATH_REFUSED:
                 raise self.compile_error(f"Unknown attribute {attr!r} of module math (math.{attr} is not supported "
                                          "by numba-cuda)", node)
             if c[0] == "unknown":

@@ -268,6 +268,11 @@ class ExpressionRewriter:
             raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
                                      "<class 'function'> (a plain Python function: decorate it with "
                                      "@cuda.jit(device=True))", n)
+        if kind == "builtin" and tag[1] == "ord":
+            if len(n.args) != 1 or not isinstance(n.args[0], ast.Constant) or not isinstance(n.args[0].value, str) \
+                    or len(n.args[0].value) != 1:
+                raise self.unsupported("ord() of anything but a one-character string constant", n)
+            return self.k(const(ord(n.args[0].value)))
         if kind == "builtin" and tag[1] == "sum":
             if len(n.args) != 1 or n.keywords:
                 raise self.unsupported("sum() with a start value", n)
@@ -277,6 +282,9 @@ class ExpressionRewriter:
                 raise self.compile_error("isinstance() takes an object and a type", n)
             return _rt("isinst", self.expr(n.args[0]), self.k(self._isinstance_spec(n.args[1])), _c(line))
         if kind == "builtin" and tag[1] == "print":
+            if n.keywords:
+                raise self.compile_error("Numba's print() function implementation does not support keyword "
+                                         f"arguments ({', '.join(k.arg or '**' for k in n.keywords)}=)", n)
             for a in n.args:
                 if isinstance(a, ast.JoinedStr):
                     raise self.compile_error("an f-string in print(): numba-cuda has no str() of a number "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import BarrierDivergence
+from ..errors import BarrierDivergence, CompileError
 from ..trace import WARP, Op, OpKind
 from . import costs as C_
 from .values import EMPTY, I32, V, _union
@@ -110,7 +110,11 @@ class WarpOps:
         if kind == "activemask":
             bits = act
         else:
-            p = self.truth(pred, line)
+            pv = self._val(pred, line)
+            if kind == "ballot" and pv.v.dtype.kind == "f":
+                raise self._err(CompileError, f"No implementation of function ballot_sync for a {pv.v.dtype} "
+                                "predicate (numba-cuda takes a bool or an integer)", line)
+            p = self.truth(pv, line)
             bits = act & np.broadcast_to(p.v, (self.C, self.P))
         w = bits.reshape(self.C, self.wpc, WARP)
         if kind in ("ballot", "activemask"):
