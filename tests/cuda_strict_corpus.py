@@ -913,3 +913,84 @@ def k(a):
     b = cuda.ballot_sync(0xFFFFFFFF, a[i])
     a[i] = b
 """, expect="reject", names=("ballot_sync", "float32"))
+
+case("array_dtype_by_name_and_grid_ndim_keyword", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(ndim=1)
+    s = cuda.shared.array(32, "float32")
+    s[i] = a[i]
+    cuda.syncthreads()
+    a[i] = s[31 - i]
+""")
+
+case("integer_atomics_on_64_and_unsigned", """
+@cuda.jit
+def k(a, u):
+    cuda.atomic.exch(a, 0, 1)
+    cuda.atomic.cas(a, 1, 0, 2)
+    cuda.atomic.inc(u, 0, 5)
+    cuda.atomic.xor(u, 1, 3)
+""", ("int64[::1]", "uint32[::1]"))
+
+case("shuffle_float64_and_fma", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    v = cuda.shfl_xor_sync(0xFFFFFFFF, a[i], 1)
+    a[i] = cuda.fma(v, 2.0, a[i])
+""", ("float64[::1]",))
+
+case("atomic_add_int16", """
+@cuda.jit
+def k(a):
+    cuda.atomic.add(a, 0, 1)
+""", ("int16[::1]",), expect="reject", names=("add", "int16"))
+
+case("atomic_add_float16", """
+@cuda.jit
+def k(a):
+    cuda.atomic.add(a, 0, a[1])
+""", ("float16[::1]",), expect="reject", names=("add", "float16"))
+
+case("atomic_tuple_index_on_1d_array", """
+@cuda.jit
+def k(a):
+    cuda.atomic.add(a, (0,), 1.0)
+""", expect="reject", names=("Cannot cast UniTuple",))
+
+case("shuffle_a_bool", """
+@cuda.jit
+def k(a):
+    x = cuda.shfl_sync(0xFFFFFFFF, True, 0)
+    a[0] = x
+""", expect="reject", names=("shfl_sync",))
+
+case("syncwarp_with_two_arguments", """
+@cuda.jit
+def k(a):
+    cuda.syncwarp(1, 2)
+    a[0] = 1.0
+""", expect="reject", names=("syncwarp",))
+
+case("threadfence_with_an_argument", """
+@cuda.jit
+def k(a):
+    cuda.threadfence(1)
+    a[0] = 1.0
+""", expect="reject", names=("threadfence",))
+
+case("activemask_with_an_argument", """
+@cuda.jit
+def k(a):
+    x = cuda.activemask(1)
+    a[0] = x
+""", expect="reject", names=("activemask",))
+
+case("syncthreads_count_of_a_float", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    n = cuda.syncthreads_count(a[i])
+    a[i] = n
+""", expect="reject", names=("syncthreads_count", "float32"))

@@ -28,6 +28,9 @@ class Atomics:
     def atomic(self, op, obj, idx, args, line, used=True) -> V:
         if not isinstance(obj, (ArrayRef, SubArray)):
             raise self._err(CompileError, f"cuda.atomic.{op} needs an array as its first argument", line)
+        if type(idx) is tuple and isinstance(obj, ArrayRef) and obj.ndim == 1:
+            raise self._err(CompileError, f"cuda.atomic.{op}: Cannot cast UniTuple(int64 x {len(idx)}) to int64 (a 1-d "
+                            "array's index is an integer, not a tuple)", line)
         arr, idx = self._norm_idx(obj, idx, line)
         if arr.space in ("local", "const"):
             raise self._err(UnsupportedConstruct, f"cuda.atomic.{op} on a {arr.space} array", line)

@@ -177,6 +177,11 @@ class ExpressionRewriter:
             dt = self.static_eval(args["dtype"])
         except CompileError:
             dt = None
+        if isinstance(dt, str):                 # numba takes a dtype's name: cuda.shared.array(4, "float32")
+            try:
+                dt = np.dtype(dt)
+            except TypeError:
+                dt = None
         if dt is None or isinstance(dt, (bool, int, float, tuple, str)):
             raise self.compile_error(f"cuda.{space}.array: dtype {ast.unparse(args['dtype'])!r} is not a numba or "
                                      "numpy dtype (np.float32, numba.float32 ...)", n)
@@ -371,6 +376,9 @@ class ExpressionRewriter:
             return self._array_decl(n, "shared")
         if path == ("local", "array"):
             return self._array_decl(n, "local")
+        if path in (("grid",), ("gridsize",)) and not n.args and len(n.keywords) == 1 \
+                and n.keywords[0].arg == "ndim":
+            n = ast.copy_location(ast.Call(func=n.func, args=[n.keywords[0].value], keywords=[]), n)
         if n.keywords:
             raise self.unsupported(f"keyword arguments to cuda.{'.'.join(path)}", n)
         if path == ("const", "array_like"):
@@ -410,8 +418,14 @@ class ExpressionRewriter:
                 raise self.compile_error(f"cuda.syncthreads() takes no arguments ({len(args)} given)", n)
             return _rt("syncthreads", _c(line))
         if name == "syncwarp":
+            if len(args) > 1:
+                raise self.compile_error(f"No implementation of function syncwarp for {len(args)} arguments "
+                                         "(cuda.syncwarp(mask=0xFFFFFFFF))", n)
             return _rt("simple", _c(("syncwarp",)), _c(line))
         if name.startswith("threadfence"):
+            if args:
+                raise self.compile_error(f"No implementation of function {name} with arguments (cuda.{name}() "
+                                         "takes none)", n)
             return _rt("simple", _c(("membar",)), _c(line))
         if name in ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"):
             if len(args) != 3:
@@ -421,6 +435,9 @@ class ExpressionRewriter:
         if name in ("ballot_sync", "all_sync", "any_sync"):
             return _rt("vote", _c(name.split("_")[0]), args[0], args[1], _c(line))
         if name == "activemask":
+            if args:
+                raise self.compile_error("No implementation of function activemask with arguments "
+                                         "(cuda.activemask() takes none)", n)
             return _rt("vote", _c("activemask"), _c(None), _c(None), _c(line))
         if name in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
             return _rt("sync_reduce", _c(name.split("_")[1]), args[0], _c(line))
