@@ -994,3 +994,42 @@ def k(a):
     n = cuda.syncthreads_count(a[i])
     a[i] = n
 """, expect="reject", names=("syncthreads_count", "float32"))
+
+case("in_tuple_and_is_none", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    x = None
+    if i in (1, 2, 5) and x is None and i not in (2,):
+        a[i] = 1.0
+""")
+
+case("tuple_concatenation_and_repetition", """
+@cuda.jit
+def k(a):
+    t = (1, 2) + (3,)
+    u = (4,) * 2
+    a[0] = t[2] + u[1]
+""")
+
+case("tuple_inplace_add", """
+@cuda.jit
+def k(a):
+    t = (1, 2)
+    t += (3,)
+    a[0] = t[2]
+""", expect="reject", names=("iadd", "tuple"))
+
+case("device_function_returns_its_local_array", """
+@cuda.jit(device=True)
+def f():
+    s = cuda.local.array(4, np.float32)
+    s[0] = 1.0
+    return s
+
+
+@cuda.jit
+def k(a):
+    b = f()
+    a[0] = b[0]
+""", expect="reject", names=("Only accept returning of array passed into the function as argument",))

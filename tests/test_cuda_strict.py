@@ -124,7 +124,7 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     strings, array sums, inlined closures, isinstance, slice stores,
     range() of a float, ``*args``, ``for/while ... else``, divmod,
     max/min of an array, a float atomic index, tuple
-    comparison and starred arguments give numba's values, and ``raise`` ends only the raising thread."""
+    comparison, concatenation and ``in``, ``is None`` and starred arguments give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -191,6 +191,14 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     out = np.zeros(2, np.float32)
     gpusim.simulate(mod.k, (1,), (1,), out, progress=False)
     assert out[0] == 2 + 123
+    mod, _ = _load(tmp_path, _case("in_tuple_and_is_none"), GPUSIM_HEAD)
+    out = np.zeros(32, np.float32)
+    gpusim.simulate(mod.k, (1,), (32,), out, progress=False)
+    assert list(np.flatnonzero(out)) == [1, 5]
+    mod, _ = _load(tmp_path, _case("tuple_concatenation_and_repetition"), GPUSIM_HEAD)
+    out = np.zeros(2, np.float32)
+    gpusim.simulate(mod.k, (1,), (1,), out, progress=False)
+    assert out[0] == 3 + 4
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)

@@ -119,6 +119,13 @@ class Arith:
         return V(r, self._out(c.deps, n0), c.const)
 
     def binop(self, op, a, b, line) -> V:
+        if op == "add" and type(a) is tuple and type(b) is tuple:
+            return a + b                                  # tuple concatenation (compile-time shapes, as numba's)
+        if op == "mul" and (type(a) is tuple) != (type(b) is tuple):
+            t, n = (a, b) if type(a) is tuple else (b, a)
+            nv = self._val(n, line)
+            if nv.const and nv.v.dtype.kind in "iu":
+                return t * int(nv.v)
         if isinstance(a, tuple) or isinstance(b, tuple):
             raise self._err(UnsupportedConstruct, f"arithmetic '{op}' on tuples", line)
         if type(a) is str and type(b) is str and op == "add":
@@ -207,6 +214,13 @@ class Arith:
         finally:
             self.recording = old
 
+    def inplace_operand(self, x, op, line):
+        """The target of ``x op= y``: numba has no in-place operator on a tuple (``t = t + (3,)`` works)."""
+        if type(x) is tuple:
+            raise self._err(CompileError, f"No implementation of function i{op} for a tuple (tuples are immutable: "
+                            f"write t = t {'+' if op == 'add' else '*'} ...)", line)
+        return x
+
     def _tuple_compare(self, op, a, b, line) -> V:
         """Python's order of tuples, element by element (numba compiles it for tuples of numbers)."""
         if op in ("eq", "ne"):
@@ -228,6 +242,18 @@ class Arith:
     def compare(self, op, a, b, line) -> V:
         if type(a) is str and type(b) is str and op in ("eq", "ne"):
             return const((a == b) == (op == "eq"))        # compile-time strings
+        if op in ("in", "notin"):                        # x in (a, b, c): x == a or x == b or x == c
+            if type(b) is not tuple:
+                raise self._err(UnsupportedConstruct, f"'{'in' if op == 'in' else 'not in'}' of anything but a tuple",
+                                line)
+            r = const(False)
+            for y in b:
+                r = self.binop("bitor", r, self.compare("eq", a, y, line), line)
+            return r if op == "in" else self.binop("bitxor", r, const(True), line)
+        if op in ("is", "isnot"):                        # numba decides `x is None` from x's type
+            if a is not None and b is not None:
+                raise self._err(UnsupportedConstruct, "'is' between two values other than None", line)
+            return const((a is None and b is None) == (op == "is"))
         if type(a) is tuple and type(b) is tuple:
             return self._tuple_compare(op, a, b, line)
         a = self._val(a, line)

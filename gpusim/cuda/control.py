@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import CompileError
 from . import costs as C_
 from .unroll import LoopRecord
-from .values import (BOOL, EMPTY, I64, UNDEF, ArrayRef, SubArray, Ununified, V, _fix, _union, const, m_and,
+from .values import (BOOL, EMPTY, I64, UNDEF, ArrayRef, LocalArray, SharedArray, SubArray, Ununified, V, _fix, _union, const, m_and,
                      m_andnot, m_or, unify)
 
 
@@ -126,6 +126,9 @@ class Control:
         if val is not None:
             if f.kind == "kernel":
                 raise self._err(CompileError, "a kernel cannot return a value (CUDA kernel must have void return type)", line)
+            if isinstance(val, (LocalArray, SharedArray)):
+                raise self._err(CompileError, "Only accept returning of array passed into the function as argument "
+                                f"(the cuda.{val.space}.array {val.name!r} cannot be returned)", line)
             f.retval = val if f.retval is UNDEF else self.assign(f.retval, val)
         f.returned = m_or(f.returned, m)
         self.mask = EMPTY

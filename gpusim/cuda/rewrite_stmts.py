@@ -112,7 +112,7 @@ class StatementRewriter:
             raise self.unsupported(f"operator {type(s.op).__name__}", s)
         tg = s.target
         if isinstance(tg, ast.Name):
-            cur = _load(tg.id)
+            cur = _rt("inplace_operand", _load(tg.id), _c(op), _c(line))
             return [ast.Assign(targets=[_store(tg.id)],
                                value=_rt("assign", _load(tg.id), self.arith(op, cur, s.value, line, cur_first=True),
                                          _c(tg.id)))]
