@@ -7,8 +7,10 @@ dispatcher types a numpy array at launch, Python ints ``int64``), the launch sha
 real compiler names.  The verdicts were read off the real compiler (``tests/test_cuda_strict.py`` re-checks them
 wherever numba-cuda and NVVM are installed); gpusim must give the same verdict for every case.
 
-Arguments for a gpusim launch are made from the types: an array ``T[::1]`` is an array of ``N_ELEMS`` elements of
-dtype ``T`` (random values in [0, 4)), ``int64`` the integer ``N_ARG``, ``float64`` / ``float32`` the float 1.5.
+Arguments for a gpusim launch are made from the types (``launch`` where they differ from the compiled signature,
+as for ``*args``): an array ``T[::1]`` is an array of ``N_ELEMS`` elements of dtype ``T`` (random values in
+[0, 4)), ``int64`` the integer ``N_ARG``, ``float64`` / ``float32`` the float 1.5.  Numba's errors without a word
+naming the construct (an ``AttributeError`` inside its lowering) have no ``names``.
 """
 from __future__ import annotations
 

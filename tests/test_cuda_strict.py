@@ -23,8 +23,6 @@ from cuda_strict_corpus import CASES, HEAD, N_ARG, N_ELEMS  # noqa: E402
 
 GPUSIM_HEAD = HEAD.replace("from numba import cuda", "from gpusim import cuda")
 IDS = [c["name"] for c in CASES]
-#: cases where gpusim does not yet give numba's verdict or wording (DEVIATIONS.md, "Strictness left to do")
-GPUSIM_DEVIATES: set = set()           # none at present: every case gets numba's verdict
 
 
 def _load(tmp_path, c, head):
@@ -49,8 +47,7 @@ def _simulate(mod, c):
     return gpusim.simulate(mod.k, c["grid"], c["block"], *args, progress=False)
 
 
-@pytest.mark.parametrize("c", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="DEVIATIONS.md"))
-                               if c["name"] in GPUSIM_DEVIATES else c for c in CASES], ids=IDS)
+@pytest.mark.parametrize("c", CASES, ids=IDS)
 def test_gpusim_gives_the_real_compilers_verdict(tmp_path, c):
     mod, path = _load(tmp_path, c, GPUSIM_HEAD)
     if c["expect"] == "accept":
