@@ -202,3 +202,16 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     out = a.copy()
     gpusim.simulate(mod.k, (1,), (32,), out, progress=False)
     assert np.all(out[:32:2] == 7.0) and np.array_equal(out[1:32:2], a[1:32:2])
+
+
+def test_the_command_line_prints_one_line_naming_file_line_kernel_and_construct(tmp_path):
+    """``gpusim run`` of a numba-cuda kernel file (``from numba import cuda``: gpusim's stand-in without a driver)
+    that numba refuses: exit status 2 and ``gpusim: error: FILE:LINE, in kernel 'k': <numba's words>``."""
+    from test_cli_errors import run_cli, user_error
+    c = _case("plain_python_function")
+    src = HEAD + c["src"] + ("\n\ndef launch():\n    a = np.zeros(32, np.float32)\n"
+                             "    return {'kernel': k, 'grid': (1,), 'block': (32,), 'args': [a]}\n")
+    (tmp_path / "nb_plain.py").write_text(src)
+    line = src.splitlines().index("    a[i] = helper(a[i])") + 1
+    user_error(run_cli(tmp_path, "run", "nb_plain.py"), f"nb_plain.py:{line}, in kernel 'k': ",
+               "Untyped global name 'helper'")
