@@ -1035,3 +1035,19 @@ def k(a):
     b = f()
     a[0] = b[0]
 """, expect="reject", names=("Only accept returning of array passed into the function as argument",))
+
+case("tuple_indexed_by_a_runtime_value", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    t = (1.0, 2.0, 3.0)
+    a[i] = t[i % 3] + t[-(i % 3) - 1] * 10
+""")
+
+case("mixed_tuple_indexed_by_a_runtime_value", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    t = (1, 2.0)
+    a[i] = t[i % 2]
+""", expect="reject", names=("tuple",))

@@ -121,7 +121,7 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     strings, array sums, inlined closures, isinstance, slice stores,
     range() of a float, ``*args``, ``for/while ... else``, divmod,
     max/min of an array, a float atomic index, tuple
-    comparison, concatenation and ``in``, ``is None`` and starred arguments give numba's values, and ``raise`` ends only the raising thread."""
+    comparison, concatenation, runtime indices and ``in``, ``is None`` and starred arguments give numba's values, and ``raise`` ends only the raising thread."""
     rng = np.random.default_rng(1)
     a = rng.random(N_ELEMS).astype(np.float32)
     mod, _ = _load(tmp_path, _case("global_constant_tuple"), GPUSIM_HEAD)
@@ -196,6 +196,11 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     out = np.zeros(2, np.float32)
     gpusim.simulate(mod.k, (1,), (1,), out, progress=False)
     assert out[0] == 3 + 4
+    mod, _ = _load(tmp_path, _case("tuple_indexed_by_a_runtime_value"), GPUSIM_HEAD)
+    out = np.zeros(32, np.float32)
+    gpusim.simulate(mod.k, (1,), (32,), out, progress=False)
+    t = (1.0, 2.0, 3.0)
+    assert list(out) == [t[i % 3] + t[-(i % 3) - 1] * 10 for i in range(32)]
     src = ("@cuda.jit\ndef k(a):\n    i = cuda.grid(1)\n    if i % 2 == 1:\n        raise ValueError('odd')\n"
            "    a[i] = 7.0\n")
     mod, _ = _load(tmp_path, {"name": "raise_half", "src": src}, GPUSIM_HEAD)

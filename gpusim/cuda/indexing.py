@@ -132,11 +132,33 @@ class Indexing:
             idx = (idx,)
         return arr, idx
 
+    def _tuple_runtime_index(self, t, i, line) -> V:
+        """``t[i]`` of a tuple of numbers of one type (numba's UniTuple) at a runtime index: a compare and a select
+        per element, as LLVM lowers it; negative indices count from the end."""
+        el = [self._val(x, line) if not isinstance(x, (tuple, ArrayRef, SubArray)) else None for x in t]
+        if not el or any(e is None for e in el) or len({e.v.dtype for e in el}) != 1:
+            raise self._err(UnsupportedConstruct, "indexing a tuple of mixed types with a runtime value", line)
+        n = len(el)
+        iv = np.asarray(i.v)
+        act = self.mask.a if self.mask.a is not None else True
+        bad = ((iv < -n) | (iv >= n)) & act
+        if np.any(bad):
+            raise self._err(CompileError, f"tuple index out of range (a runtime index of a {n}-tuple)", line)
+        r = el[-1]
+        for k in range(n - 2, -1, -1):
+            c = self.compare("eq", i, const(k), line)
+            if not i.nn:
+                c = self.binop("bitor", c, self.compare("eq", i, const(k - n), line), line)
+            r = self.select_value(c, el[k], r, line)
+        return r
+
     def getitem(self, obj, idx, line):
         if type(obj) is Ununified:
             raise self._err(CompileError, obj.message(), line)
         if isinstance(obj, tuple):
             i = self._val(idx, line)
+            if not i.const and i.v.dtype.kind in "iu":
+                return self._tuple_runtime_index(obj, i, line)
             if not i.const or i.v.dtype.kind not in "iu":
                 raise self._err(UnsupportedConstruct, "indexing a tuple with a runtime value", line)
             try:
