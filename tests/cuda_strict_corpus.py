@@ -1051,3 +1051,11 @@ def k(a):
     t = (1, 2.0)
     a[i] = t[i % 2]
 """, expect="reject", names=("tuple",))
+
+case("in_range", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    if i in range(2, n) and i not in range(5):
+        a[i] = 1.0
+""", AN)

@@ -192,6 +192,10 @@ def test_rewritten_constructs_compute_numbas_results(tmp_path):
     out = np.zeros(32, np.float32)
     gpusim.simulate(mod.k, (1,), (32,), out, progress=False)
     assert list(np.flatnonzero(out)) == [1, 5]
+    mod, _ = _load(tmp_path, _case("in_range"), GPUSIM_HEAD)
+    out = np.zeros(32, np.float32)
+    gpusim.simulate(mod.k, (1,), (32,), out, N_ARG, progress=False)
+    assert list(np.flatnonzero(out)) == list(range(5, N_ARG))
     mod, _ = _load(tmp_path, _case("tuple_concatenation_and_repetition"), GPUSIM_HEAD)
     out = np.zeros(2, np.float32)
     gpusim.simulate(mod.k, (1,), (1,), out, progress=False)

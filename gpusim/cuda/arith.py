@@ -214,6 +214,11 @@ class Arith:
         finally:
             self.recording = old
 
+    def in_range(self, x, lo, hi, positive, line) -> V:
+        """``x in range(lo, hi)`` (step 1): ``lo <= x < hi``; ``not in`` when not ``positive``."""
+        r = self.binop("bitand", self.compare("le", lo, x, line), self.compare("lt", x, hi, line), line)
+        return r if positive else self.binop("bitxor", r, const(True), line)
+
     def inplace_operand(self, x, op, line):
         """The target of ``x op= y``: numba has no in-place operator on a tuple (``t = t + (3,)`` works)."""
         if type(x) is tuple:

@@ -98,6 +98,13 @@ class ExpressionRewriter:
             return _rt("binop", _c(op), self.expr(n.left), self.expr(n.right), _c(line))
         if t is ast.UnaryOp:
             return _rt("unop", _c(_UNOPS[type(n.op)]), self.expr(n.operand), _c(line))
+        if t is ast.Compare and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) \
+                and isinstance(n.comparators[0], ast.Call) and not n.comparators[0].keywords \
+                and 1 <= len(n.comparators[0].args) <= 2 \
+                and self.static(n.comparators[0].func) == ("builtin", "range"):
+            ra = n.comparators[0].args                  # x in range(a, b): a <= x < b (numba compiles it)
+            lo, hi = (self.k(const(0)), self.expr(ra[0])) if len(ra) == 1 else (self.expr(ra[0]), self.expr(ra[1]))
+            return _rt("in_range", self.expr(n.left), lo, hi, _c(isinstance(n.ops[0], ast.In)), _c(line))
         if t is ast.Compare:
             parts = []
             left = self.expr(n.left)
