@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from . import costs as C_
-from .values import BOOL, EMPTY, F32, F64, I32, I64, U32, U64, V, _fix, _union, arith_type, short, unify
+from .values import (BOOL, EMPTY, F32, F64, I32, I64, U32, U64, ArrayRef, SubArray, V, _fix, _union, arith_type,
+                     const, short, unify)
 
 
 def _narrow_dtype(dt: np.dtype) -> str:
@@ -85,6 +86,9 @@ _MATH: dict = {
 MATH_FUNCTIONS = frozenset(_MATH)
 
 
+#: numba's (``operator`` module's) names of the bitwise operators, for messages
+_NUMBA_OP = {"bitand": "and_", "bitor": "or_", "bitxor": "xor", "lshift": "lshift", "rshift": "rshift"}
+
 class Arith:
     """The chunk's (``runtime.Chunk``) arithmetic and math: each method takes ``V`` operands (or Python numbers)
     and returns the ``V`` result, recording the instructions under the current mask."""
@@ -115,8 +119,20 @@ class Arith:
         return V(r, self._out(c.deps, n0), c.const)
 
     def binop(self, op, a, b, line) -> V:
+        if op == "add" and type(a) is tuple and type(b) is tuple:
+            return a + b                                  # tuple concatenation (compile-time shapes, as numba's)
+        if op == "mul" and (type(a) is tuple) != (type(b) is tuple):
+            t, n = (a, b) if type(a) is tuple else (b, a)
+            nv = self._val(n, line)
+            if nv.const and nv.v.dtype.kind in "iu":
+                return t * int(nv.v)
         if isinstance(a, tuple) or isinstance(b, tuple):
             raise self._err(UnsupportedConstruct, f"arithmetic '{op}' on tuples", line)
+        if type(a) is str and type(b) is str and op == "add":
+            return a + b                                  # compile-time strings, folded as numba folds them
+        if isinstance(a, (ArrayRef, SubArray)) or isinstance(b, (ArrayRef, SubArray)):
+            raise self._err(CompileError, f"an array expression ('{op}' of a whole array) allocates a new array: "
+                            "NRT required but not enabled in numba-cuda kernels", line)
         a = self._val(a, line)
         b = self._val(b, line)
         ta, tb = a.v.dtype, b.v.dtype
@@ -131,7 +147,7 @@ class Arith:
         else:
             ct = arith_type(ta, tb)
             if op in _COST_OP and ct.kind == "f":
-                raise self._err(CompileError, f"bitwise operation on floating-point values ({ta}, {tb})", line)
+                raise self._err(CompileError, f"bitwise operation on floating-point values: no {_NUMBA_OP.get(op, op)}({ta}, {tb})", line)
         cst = a.const and b.const
         rec = self.recording and not cst and self.mask is not EMPTY
         n0 = len(self.ops)
@@ -198,7 +214,53 @@ class Arith:
         finally:
             self.recording = old
 
+    def in_range(self, x, lo, hi, positive, line) -> V:
+        """``x in range(lo, hi)`` (step 1): ``lo <= x < hi``; ``not in`` when not ``positive``."""
+        r = self.binop("bitand", self.compare("le", lo, x, line), self.compare("lt", x, hi, line), line)
+        return r if positive else self.binop("bitxor", r, const(True), line)
+
+    def inplace_operand(self, x, op, line):
+        """The target of ``x op= y``: numba has no in-place operator on a tuple (``t = t + (3,)`` works)."""
+        if type(x) is tuple:
+            raise self._err(CompileError, f"No implementation of function i{op} for a tuple (tuples are immutable: "
+                            f"write t = t {'+' if op == 'add' else '*'} ...)", line)
+        return x
+
+    def _tuple_compare(self, op, a, b, line) -> V:
+        """Python's order of tuples, element by element (numba compiles it for tuples of numbers)."""
+        if op in ("eq", "ne"):
+            if len(a) != len(b):
+                return const(op == "ne")
+            r = const(True)
+            for x, y in zip(a, b):
+                r = self.binop("bitand", r, self.compare("eq", x, y, line), line)
+            return r if op == "eq" else self.binop("bitxor", r, const(True), line)
+        strict = {"lt": "lt", "le": "lt", "gt": "gt", "ge": "gt"}[op]
+        # from the last element back: r = (x <op> y) | ((x == y) & r); past the shorter one, by length
+        r = const({"lt": len(a) < len(b), "le": len(a) <= len(b), "gt": len(a) > len(b),
+                   "ge": len(a) >= len(b)}[op])
+        for x, y in reversed(list(zip(a, b))):
+            r = self.binop("bitor", self.compare(strict, x, y, line),
+                           self.binop("bitand", self.compare("eq", x, y, line), r, line), line)
+        return r
+
     def compare(self, op, a, b, line) -> V:
+        if type(a) is str and type(b) is str and op in ("eq", "ne"):
+            return const((a == b) == (op == "eq"))        # compile-time strings
+        if op in ("in", "notin"):                        # x in (a, b, c): x == a or x == b or x == c
+            if type(b) is not tuple:
+                raise self._err(UnsupportedConstruct, f"'{'in' if op == 'in' else 'not in'}' of anything but a tuple",
+                                line)
+            r = const(False)
+            for y in b:
+                r = self.binop("bitor", r, self.compare("eq", a, y, line), line)
+            return r if op == "in" else self.binop("bitxor", r, const(True), line)
+        if op in ("is", "isnot"):                        # numba decides `x is None` from x's type
+            if a is not None and b is not None:
+                raise self._err(UnsupportedConstruct, "'is' between two values other than None", line)
+            return const((a is None and b is None) == (op == "is"))
+        if type(a) is tuple and type(b) is tuple:
+            return self._tuple_compare(op, a, b, line)
         a = self._val(a, line)
         b = self._val(b, line)
         ta, tb = a.v.dtype, b.v.dtype
@@ -284,9 +346,18 @@ class Arith:
         return V(r, self._out(deps, n0), cst)
 
     # ---- builtins / math -----------------------------------------------------------------------------------
+    def builtin_divmod(self, a, b, line) -> tuple:
+        """``divmod(a, b)``: ``(a // b, a % b)``, Python's signs, as numba's."""
+        return self.binop("floordiv", a, b, line), self.binop("mod", a, b, line)
+
     def minmax(self, which, args, line) -> V:
         if len(args) == 1 and type(args[0]) is tuple:
             args = args[0]
+        if len(args) == 1 and isinstance(args[0], (ArrayRef, SubArray)) and args[0].ndim == 1:
+            arr = args[0]                       # max(a) of a 1-d array: numba iterates it (each thread, in order)
+            args = [self.getitem(arr, const(j), line) for j in range(arr.shape[0])]
+            if len(args) == 1:
+                return args[0]
         if len(args) < 2:
             raise self._err(UnsupportedConstruct, f"{which}() of fewer than two values", line)
         acc = self._val(args[0], line)

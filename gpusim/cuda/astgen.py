@@ -34,14 +34,15 @@ def _lam(body):
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift", ast.RShift: "rshift", ast.BitAnd: "bitand",
            ast.BitOr: "bitor", ast.BitXor: "bitxor"}
-_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne", ast.In: "in",
+           ast.NotIn: "notin", ast.Is: "is", ast.IsNot: "isnot"}
 _UNOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Not: "not", ast.Invert: "invert"}
 
 _CONSTRUCT_NAMES = {
     ast.With: "'with' statement", ast.AsyncWith: "'async with' statement", ast.Try: "'try' statement",
     ast.Raise: "'raise' statement", ast.ClassDef: "class definition", ast.FunctionDef: "nested function",
     ast.AsyncFunctionDef: "nested function", ast.Lambda: "lambda", ast.ListComp: "list comprehension",
-    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression",
+    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression (the use of yield in a closure)",
     ast.Yield: "'yield' (generator)", ast.YieldFrom: "'yield from' (generator)", ast.Await: "'await'",
     ast.Global: "'global' statement", ast.Nonlocal: "'nonlocal' statement", ast.Delete: "'del' statement",
     ast.Import: "'import' statement", ast.ImportFrom: "'import' statement", ast.List: "list",

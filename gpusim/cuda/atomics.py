@@ -28,16 +28,22 @@ class Atomics:
     def atomic(self, op, obj, idx, args, line, used=True) -> V:
         if not isinstance(obj, (ArrayRef, SubArray)):
             raise self._err(CompileError, f"cuda.atomic.{op} needs an array as its first argument", line)
+        if type(idx) is tuple and isinstance(obj, ArrayRef) and obj.ndim == 1:
+            raise self._err(CompileError, f"cuda.atomic.{op}: Cannot cast UniTuple(int64 x {len(idx)}) to int64 (a 1-d "
+                            "array's index is an integer, not a tuple)", line)
         arr, idx = self._norm_idx(obj, idx, line)
-        m = self.mask
-        if m is EMPTY:
-            return V(arr.dtype.type(0), (), False)
         if arr.space in ("local", "const"):
             raise self._err(UnsupportedConstruct, f"cuda.atomic.{op} on a {arr.space} array", line)
         allowed = _ATOMIC_DTYPES.get(op, _ATOMIC_ALL)
         if arr.dtype.name not in allowed:
             raise self._err(CompileError, f"cuda.atomic.{op} has no implementation for a {arr.dtype} array (numba-cuda "
                             f"types it for {', '.join(allowed)})", line)
+        m = self.mask
+        if m is EMPTY:
+            return V(arr.dtype.type(0), (), False)
+        # numba-cuda compiles a float index of an atomic, converted to an integer (truncated)
+        idx = tuple(self.cast(x, np.dtype(np.int64), line) if type(x) is V and x.v.dtype.kind == "f" else x
+                    for x in idx)
         vals = [self._val(a, line) for a in args]
         flat, deps, runtime, nwrap = self._index(arr, idx, line, True)
         S = (self.C, self.P)

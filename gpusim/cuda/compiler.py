@@ -18,6 +18,8 @@ of the kernel's variables) is computed here too.
 The passes, one module each, run over one function at a time (``_FunctionCompiler``, composed of their mixins):
 
 - ``resolve.py``        name resolution and static evaluation: what each global name refers to
+- ``desugar.py``        ``for`` loops over tuples, arrays, ``enumerate`` and ``zip`` become loops over ``range()``;
+                        ``raise`` in a kernel becomes ``return`` (the thread ends, as in numba-cuda)
 - ``analysis.py``       control-flow facts (reconvergence points, countable loops, loop-variable use) and the
                         live ranges of the register estimate
 - ``rewrite_stmts.py``  statements -> mask-managing branches and loops, masked assignments
@@ -41,6 +43,7 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from .analysis import FlowAnalysis, _liveness
+from .desugar import ForDesugar
 from .astgen import _c, _load, _rt, _store
 from .resolve import StaticResolver, classify
 from .rewrite_exprs import ExpressionRewriter
@@ -93,6 +96,7 @@ class CompiledKernel:
     local_frame_bytes: int
     functions: list                # CompiledFunction of the kernel first, then its device functions
     cooperative: bool = False      # uses cuda.cg.this_grid(): launched cooperatively (the whole grid resident)
+    vararg: bool = False           # ``def k(a, *rest)``: the launch's extra arguments are the tuple ``rest``
     last_registers: int = 0        # the register estimate of its last launch (max_cooperative_grid_blocks)
 
 
@@ -144,7 +148,8 @@ class _Context:
                               shared_slots=self.shared_slots, local_slots=self.local_slots,
                               shared_static_bytes=self.shared_off, dyn_shared_offset=dyn_off,
                               uses_dynamic_shared=self.uses_dyn, local_frame_bytes=frame,
-                              functions=self.functions, cooperative=self.cooperative)
+                              functions=self.functions, cooperative=self.cooperative,
+                              vararg=bool(self.py_func.__code__.co_flags & inspect.CO_VARARGS))
 
     def add_slot(self, space, name, shape, dtype, dynamic) -> Slot:
         dtype = np.dtype(dtype)
@@ -172,7 +177,8 @@ class _Context:
             return self.devfns[py_func], 0, {}
         if py_func in self.stack:
             raise UnsupportedConstruct(f"recursive call of device function {py_func.__name__!r}",
-                                       file=py_func.__code__.co_filename, line=py_func.__code__.co_firstlineno)
+                                       file=py_func.__code__.co_filename, line=py_func.__code__.co_firstlineno,
+                                       kernel=self.py_func.__name__)
         self.stack.append(py_func)
         try:
             cf, first, lines = _FunctionCompiler(self, py_func, kind).run()
@@ -186,7 +192,7 @@ class _Context:
 
 # ---- one function --------------------------------------------------------------------------------------------
 
-class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, FlowAnalysis):
+class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, FlowAnalysis, ForDesugar):
     """Compiles one kernel or device function: parses its source, runs the passes (the mixins) over its AST and
     compiles the rewritten function (``run``)."""
 
@@ -259,14 +265,17 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         if fdef is None or isinstance(fdef, ast.AsyncFunctionDef):
             raise CompileError(f"cannot find the definition of {self.py_func.__name__!r}", file=self.file, line=first)
         a = fdef.args
-        if a.vararg or a.kwarg or a.kwonlyargs:
-            raise self.unsupported("*args / **kwargs / keyword-only parameters", fdef)
-        params = [x.arg for x in a.posonlyargs + a.args]
+        if a.kwarg or a.kwonlyargs or (a.vararg and self.kind != "kernel"):
+            raise self.unsupported("*args in a device function / **kwargs / keyword-only parameters", fdef)
+        params = [x.arg for x in a.posonlyargs + a.args] + ([a.vararg.arg] if a.vararg else [])
         self.params = params
-        self.locals = set(params)
-        for n in ast.walk(fdef):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                self.locals.add(n.id)
+        for rnd in range(2):        # again after the for loops over tuples / arrays become loops over range()
+            self.locals = set(params)
+            for n in ast.walk(fdef):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    self.locals.add(n.id)
+            if rnd == 0:
+                self._desugar_fors(fdef)
         self.fdef = fdef
         self.loop_private = self._loop_private(fdef)
         body = list(fdef.body)

@@ -19,7 +19,20 @@ import numpy as np
 from ..errors import CompileError
 from . import costs as C_
 from .unroll import LoopRecord
-from .values import BOOL, EMPTY, I64, UNDEF, V, _fix, _union, const, m_and, m_andnot, m_or, unify
+from .values import (BOOL, EMPTY, I64, UNDEF, ArrayRef, LocalArray, SharedArray, SubArray, Ununified, V, _fix, _union, const, m_and,
+                     m_andnot, m_or, unify)
+
+
+def _kind(x) -> str:
+    if isinstance(x, V):
+        return "number"
+    if isinstance(x, (ArrayRef, SubArray)):
+        return "array"
+    if isinstance(x, tuple):
+        return "tuple"
+    if isinstance(x, Ununified):
+        return "ununified"
+    return "other"
 
 
 class Frame:
@@ -58,6 +71,9 @@ class Control:
 
     def assign(self, old, new, name=None):
         t = type(new)
+        if self.mask is not self.base and name is not None and old is not UNDEF and old is not None \
+                and _kind(old) != _kind(new):
+            return Ununified(name, old, new)      # numba's type unification fails where the paths join
         if t is V:
             if name is not None:
                 d = self.L.var_dtypes
@@ -109,7 +125,10 @@ class Control:
             return
         if val is not None:
             if f.kind == "kernel":
-                raise self._err(CompileError, "a kernel cannot return a value", line)
+                raise self._err(CompileError, "a kernel cannot return a value (CUDA kernel must have void return type)", line)
+            if isinstance(val, (LocalArray, SharedArray)):
+                raise self._err(CompileError, "Only accept returning of array passed into the function as argument "
+                                f"(the cuda.{val.space}.array {val.name!r} cannot be returned)", line)
             f.retval = val if f.retval is UNDEF else self.assign(f.retval, val)
         f.returned = m_or(f.returned, m)
         self.mask = EMPTY
@@ -394,6 +413,8 @@ class Control:
         a = self._val(a, line)
         b = self._val(b, line)
         c = const(1) if c is None else self._val(c, line)
+        # numba-cuda compiles range() of floats, converting them to int64 (truncated): range(2.5) runs twice
+        a, b, c = (self.cast(v, I64, line) if v.v.dtype.kind == "f" else v for v in (a, b, c))
         for v in (a, b, c):
             if v.v.dtype.kind not in "iub":
                 raise self._err(CompileError, f"range() arguments must be integers, not {v.v.dtype}", line)

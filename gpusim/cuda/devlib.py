@@ -154,6 +154,36 @@ class DeviceLibrary:
             self.ops.append(Op(OpKind.GRID_SYNC, pipe, n, line, (), label=label))
             self.op_rows.append(self._row_of(m))
 
+    def array_sum(self, arr, line) -> V:
+        """``a.sum()`` / ``np.sum(a)`` in a kernel (numba-cuda compiles it): each thread loads every element and
+        adds them up in order, ints in int64 as numpy's sum."""
+        acc = None
+        for ix in np.ndindex(*arr.shape):
+            x = self.getitem(arr, tuple(const(int(j)) for j in ix) if len(ix) > 1 else const(int(ix[0])), line)
+            if acc is None:
+                acc = x if x.v.dtype.kind == "f" else self.cast(x, np.dtype(np.int64), line)
+            else:
+                acc = self.binop("add", acc, x, line)
+        return acc if acc is not None else const(np.float64(0.0) if arr.dtype.kind == "f" else 0)
+
+    def print_check(self, values, names, line) -> None:
+        """``print(x)`` of a local: numba-cuda's printf has no format for an array."""
+        for v, nm in zip(values, names):
+            if isinstance(v, (ArrayRef, SubArray)):
+                from .values import kind_name
+                raise self._err(CompileError, f"printing unimplemented for values of type {kind_name(v)} "
+                                f"({nm!r}: numba-cuda prints numbers and strings)", line)
+        return None
+
+    def isinst(self, obj, spec, line) -> V:
+        """``isinstance(x, cls)``: decided by the type of ``x`` at compile time, as numba decides it."""
+        for s in spec:
+            if s[0] == "tuple" and isinstance(obj, tuple):
+                return const(True)
+            if type(obj) is V and obj.v.dtype == s[1]:
+                return const(True)
+        return const(False)
+
     def method(self, obj, name, args, line):
         """``obj.name(*args)`` on a runtime object (the grid group's ``sync``)."""
         if type(obj) is GridGroup:
@@ -163,6 +193,10 @@ class DeviceLibrary:
                 return self.grid_sync(line)
             raise self._err(UnsupportedConstruct, f"grid group method .{name}() (numba's grid group has only "
                             ".sync())", line)
+        if isinstance(obj, (ArrayRef, SubArray)) and name == "sum" and not args:
+            return self.array_sum(obj, line)
+        if type(obj) is V and name == "conjugate" and not args:
+            return obj                           # of a real number: itself
         what = "an array" if isinstance(obj, (ArrayRef, SubArray)) else \
             ("a number" if type(obj) is V else type(obj).__name__)
         raise self._err(UnsupportedConstruct, f"calling method .{name}() of {what}", line)

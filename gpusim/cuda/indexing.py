@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
-from .values import EMPTY, I64, ArrayRef, GlobalArray, LocalArray, Shape, SharedArray, SubArray, V, _union, const
+from .values import (EMPTY, I64, ArrayRef, GlobalArray, LocalArray, Shape, SharedArray, SubArray, Ununified, V,
+                     _union, const)
 
 
 class Indexing:
@@ -98,15 +99,18 @@ class Indexing:
         if type(obj) is V:
             if name == "real":
                 return obj
+            if name == "imag":                   # a real number's imaginary part: 0 of its type (numba)
+                return V(obj.v.dtype.type(0), (), True)
             raise self._err(UnsupportedConstruct, f"attribute .{name} of a number", line)
         raise self._err(UnsupportedConstruct, f"attribute .{name} of {type(obj).__name__}", line)
 
     def length(self, obj, line) -> V:
-        if isinstance(obj, tuple):
+        if isinstance(obj, (tuple, str)):
             return const(len(obj))
         if isinstance(obj, (ArrayRef, SubArray)):
             return self.getitem(self.attr(obj, "shape", line), const(0), line)
-        raise self._err(UnsupportedConstruct, f"len() of {type(obj).__name__}", line)
+        from .values import kind_name
+        raise self._err(UnsupportedConstruct, f"len() of {kind_name(obj)}", line)
 
     def unpack(self, obj, n, line):
         if not isinstance(obj, tuple):
@@ -128,15 +132,39 @@ class Indexing:
             idx = (idx,)
         return arr, idx
 
+    def _tuple_runtime_index(self, t, i, line) -> V:
+        """``t[i]`` of a tuple of numbers of one type (numba's UniTuple) at a runtime index: a compare and a select
+        per element, as LLVM lowers it; negative indices count from the end."""
+        el = [self._val(x, line) if not isinstance(x, (tuple, ArrayRef, SubArray)) else None for x in t]
+        if not el or any(e is None for e in el) or len({e.v.dtype for e in el}) != 1:
+            raise self._err(UnsupportedConstruct, "indexing a tuple of mixed types with a runtime value", line)
+        n = len(el)
+        iv = np.asarray(i.v)
+        act = self.mask.a if self.mask.a is not None else True
+        bad = ((iv < -n) | (iv >= n)) & act
+        if np.any(bad):
+            raise self._err(CompileError, f"tuple index out of range (a runtime index of a {n}-tuple)", line)
+        r = el[-1]
+        for k in range(n - 2, -1, -1):
+            c = self.compare("eq", i, const(k), line)
+            if not i.nn:
+                c = self.binop("bitor", c, self.compare("eq", i, const(k - n), line), line)
+            r = self.select_value(c, el[k], r, line)
+        return r
+
     def getitem(self, obj, idx, line):
+        if type(obj) is Ununified:
+            raise self._err(CompileError, obj.message(), line)
         if isinstance(obj, tuple):
             i = self._val(idx, line)
+            if not i.const and i.v.dtype.kind in "iu":
+                return self._tuple_runtime_index(obj, i, line)
             if not i.const or i.v.dtype.kind not in "iu":
                 raise self._err(UnsupportedConstruct, "indexing a tuple with a runtime value", line)
             try:
                 r = obj[int(i.v)]
             except IndexError:
-                raise self._err(CompileError, f"tuple index {int(i.v)} out of range", line) from None
+                raise self._err(CompileError, f"tuple index out of range (index {int(i.v)} of {len(obj)})", line) from None
             if type(obj) is Shape:
                 self._field((obj.arr.key, "shape", obj.off + int(i.v) % len(obj)), line)
             return r
@@ -147,15 +175,23 @@ class Indexing:
             if len(idx) < arr.ndim:
                 return SubArray(arr, idx)
             return self.load(arr, idx, line)
-        raise self._err(UnsupportedConstruct, f"indexing {type(obj).__name__}", line)
+        raise self._err(UnsupportedConstruct, f"indexing {type(obj).__name__} (no getitem for it in numba-cuda)",
+                        line)
 
     def setitem(self, obj, idx, value, line):
+        if type(obj) is Ununified:
+            raise self._err(CompileError, obj.message(), line)
+        if value is None and isinstance(obj, (ArrayRef, SubArray)):
+            raise self._err(CompileError, "no setitem(array, index, none): None cannot be stored in an array", line)
         if isinstance(obj, (ArrayRef, SubArray)):
             arr, idx = self._norm_idx(obj, idx, line)
             if len(idx) != arr.ndim:
                 raise self._err(CompileError, f"array {arr.name!r} has {arr.ndim} dimension(s); "
                                 f"{len(idx)} index(es) given in an assignment", line)
             return self.store(arr, idx, value, line)
+        if isinstance(obj, tuple):
+            raise self._err(CompileError, "no setitem on a tuple: tuples are immutable (item assignment to tuple)",
+                            line)
         raise self._err(UnsupportedConstruct, f"item assignment to {type(obj).__name__}", line)
 
     def _index(self, arr, idx, line, write):
@@ -179,8 +215,8 @@ class Indexing:
             ix = self._val(ix, line)
             iv = ix.v
             kd = iv.dtype.kind
-            if kd not in "iub":
-                raise self._err(CompileError, f"array index must be an integer, not {iv.dtype}", line)
+            if kd not in "iu":                  # numba: no bool index (a[True]), no float index
+                raise self._err(CompileError, f"Unsupported array index type {iv.dtype}: an array index must be an integer", line)
             dim = arr.shape[k]
             if not ix.const:
                 runtime.append((k, ix))

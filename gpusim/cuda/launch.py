@@ -85,8 +85,17 @@ def _check_launch(name, grid, block, dyn_shared, ck, cfg: GPUConfig):
                           f"{cfg.name}")
 
 
+def varargs_packed(ck, args) -> list:
+    """The launch's arguments with those past the named parameters packed into the tuple of ``*rest``."""
+    if not ck.vararg:
+        return list(args)
+    n = len(ck.params) - 1
+    return list(args[:n]) + [tuple(args[n:])] if len(args) >= n else list(args)
+
+
 def _wrap_args(ck, args, argtypes=()):
     params = ck.params
+    args = varargs_packed(ck, args)
     if len(args) != len(params):
         raise LaunchError(f"kernel {ck.name!r} takes {len(params)} arguments ({', '.join(params)}), "
                           f"{len(args)} given")

@@ -38,6 +38,8 @@ def describe(t):
 
 
 def request(kernel, ck, args, cfg, max_registers=None) -> "compilers.NumbaRequest | None":
+    from .launch import varargs_packed
+    args = varargs_packed(ck, args)
     sigs = getattr(kernel, "signatures", None)
     types_ = None
     if sigs and len(sigs) == 1 and hasattr(sigs[0], "args") and len(sigs[0].args) == len(args):

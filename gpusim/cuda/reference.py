@@ -151,7 +151,7 @@ def _rebind(py_func, ref, cache):
         c = classify(g[name])
         if c == ("cuda", ()):
             g[name] = ref
-        elif c[0] == "devfn" and isinstance(c[1], types.FunctionType):
+        elif c[0] in ("devfn", "pyfunc") and isinstance(c[1], types.FunctionType):
             g[name] = _rebind(c[1], ref, cache)
     return f
 

@@ -21,8 +21,14 @@ from .arith import MATH_FUNCTIONS
 from .values import const
 
 _BUILTINS = {range: "range", min: "min", max: "max", abs: "abs", int: "int", float: "float", bool: "bool",
-             len: "len", print: "print", round: "round", pow: "pow"}
-_MATHFN = {getattr(math, k): k for k in dir(math) if callable(getattr(math, k)) and k in MATH_FUNCTIONS}
+             len: "len", print: "print", round: "round", pow: "pow", isinstance: "isinstance", tuple: "tuple",
+             complex: "complex", sum: "sum", divmod: "divmod", ord: "ord"}
+#: math functions numba-cuda 0.30 refuses in a kernel (each checked with compile_ptx for sm_90); math.cbrt among
+#: them (``cuda.cbrt`` is the CUDA one)
+_NUMBA_MATH_REFUSED = {"cbrt", "comb", "dist", "factorial", "fsum", "gcd", "isclose", "isqrt", "lcm", "perm", "prod",
+                       "ulp"}
+_MATHFN = {getattr(math, k): k for k in dir(math) if callable(getattr(math, k)) and k in MATH_FUNCTIONS
+           and k not in _NUMBA_MATH_REFUSED}
 _NPFN = {}
 for _k, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("exp2", "exp2"), ("expm1", "expm1"), ("log", "log"),
                ("log2", "log2"), ("log10", "log10"), ("log1p", "log1p"), ("sin", "sin"), ("cos", "cos"),
@@ -34,6 +40,8 @@ for _k, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("exp2", "exp2"), ("expm1", "ex
                ("radians", "radians")):
     _NPFN[getattr(np, _k)] = _n
 _NPBUILTIN = {np.abs: "abs", np.absolute: "abs", np.minimum: "min", np.maximum: "max"}
+#: numpy reductions of a whole array a kernel may call (each thread reduces the array: ``devlib.array_sum``)
+_NPREDUCE = {np.sum: "sum"}
 #: numpy's arithmetic ufuncs, by the chunk's operator names (a scalar call is the operator; with an output
 #: array, ``np.add(a, b, out)``, a loop over the elements: ``devlib.ufunc_out``)
 _NPBINOP = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "truediv",
@@ -124,6 +132,8 @@ def classify(obj):
             return ("npufunc", _NPBUILTIN[obj])
         if obj in _NPBINOP:
             return ("npbinop", _NPBINOP[obj])
+        if obj in _NPREDUCE:
+            return ("npreduce", _NPREDUCE[obj])
     except TypeError:          # unhashable
         pass
     if isinstance(obj, type) and issubclass(obj, np.generic):
@@ -134,7 +144,7 @@ def classify(obj):
     if nd is not None:
         return ("dtype", nd)
     if isinstance(obj, types.FunctionType):
-        return ("devfn", obj)
+        return ("pyfunc", obj)              # a plain Python function: numba-cuda cannot call it from a kernel
     if isinstance(obj, tuple) and all(classify(x)[0] in ("const", "ctuple") for x in obj):
         return ("ctuple", obj)
     if isinstance(obj, np.ndarray):
@@ -193,6 +203,9 @@ class StaticResolver:
                 if path[0] == "atomic" and len(path) == 2 and attr not in _ATOMICS:
                     raise self.unsupported(f"cuda.atomic.{attr}", node)
                 return ("cuda", path)
+            if path[:-1] in _CUDA_VALUE:
+                raise self.compile_error(f"Unknown attribute {attr!r} of type Dim3 (cuda.{'.'.join(path)}: only "
+                                         ".x, .y and .z)", node)
             raise self.unsupported(f"cuda.{'.'.join(path)}", node)
         if kind in ("math", "np", "numba"):
             mod = tag[1]
@@ -201,6 +214,9 @@ class StaticResolver:
             if not hasattr(mod, attr):
                 raise self.compile_error(f"module {mod.__name__!r} has no attribute {attr!r}", node)
             c = classify(getattr(mod, attr))
+            if c[0] == "unknown" and kind == "math" and attr in _NUMBA_MATH_REFUSED:
+                raise self.compile_error(f"Unknown attribute {attr!r} of module math (math.{attr} is not supported "
+                                         "by numba-cuda)", node)
             if c[0] == "unknown":
                 raise self.unsupported(f"{mod.__name__}.{attr}", node)
             return c

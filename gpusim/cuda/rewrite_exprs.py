@@ -16,6 +16,7 @@ import numpy as np
 
 from .astgen import _BINOPS, _CMPOPS, _CONSTRUCT_NAMES, _UNOPS, _c, _lam, _load, _rt, _store
 from .resolve import _CUDA_CALLS, _CUDA_VALUE, _const_tuple, _numba_dtype
+from ..errors import CompileError
 from .values import const
 
 
@@ -73,6 +74,8 @@ class ExpressionRewriter:
                 return self.k(const(v))
             if v is None:
                 return _c(None)
+            if isinstance(v, str):
+                return _c(v)        # a compile-time string (numba's Literal[str]): +, ==, != and len() fold
             raise self.unsupported(f"a {type(v).__name__} constant", n)
         if t is ast.BinOp:
             op = _BINOPS.get(type(n.op))
@@ -95,6 +98,13 @@ class ExpressionRewriter:
             return _rt("binop", _c(op), self.expr(n.left), self.expr(n.right), _c(line))
         if t is ast.UnaryOp:
             return _rt("unop", _c(_UNOPS[type(n.op)]), self.expr(n.operand), _c(line))
+        if t is ast.Compare and len(n.ops) == 1 and isinstance(n.ops[0], (ast.In, ast.NotIn)) \
+                and isinstance(n.comparators[0], ast.Call) and not n.comparators[0].keywords \
+                and 1 <= len(n.comparators[0].args) <= 2 \
+                and self.static(n.comparators[0].func) == ("builtin", "range"):
+            ra = n.comparators[0].args                  # x in range(a, b): a <= x < b (numba compiles it)
+            lo, hi = (self.k(const(0)), self.expr(ra[0])) if len(ra) == 1 else (self.expr(ra[0]), self.expr(ra[1]))
+            return _rt("in_range", self.expr(n.left), lo, hi, _c(isinstance(n.ops[0], ast.In)), _c(line))
         if t is ast.Compare:
             parts = []
             left = self.expr(n.left)
@@ -136,6 +146,22 @@ class ExpressionRewriter:
             return self.call(n)
         raise self.unsupported(_CONSTRUCT_NAMES.get(t, f"'{t.__name__}' expression"), n)
 
+    def _isinstance_spec(self, t):
+        """The classes of ``isinstance(x, t)`` as numba types them: ('dtype', float64) for float (numba: a float32
+        is not an instance of float, a float64 is), ('dtype', float32) for a numba / numpy scalar type, ('tuple',)
+        for tuple; a tuple of classes is any of them."""
+        if isinstance(t, ast.Tuple):
+            return tuple(s for e in t.elts for s in self._isinstance_spec(e))
+        tag = self.static(t)
+        if tag is not None and tag[0] == "builtin" and tag[1] in ("int", "float", "bool", "complex"):
+            return (("dtype", np.dtype({"int": np.int64, "float": np.float64, "bool": np.bool_,
+                                        "complex": np.complex128}[tag[1]])),)
+        if tag is not None and tag[0] == "builtin" and tag[1] == "tuple":
+            return (("tuple",),)
+        if tag is not None and tag[0] == "dtype":
+            return (("dtype", np.dtype(tag[1])),)
+        raise self.unsupported(f"isinstance() with {ast.unparse(t)!r}", t)
+
     def _array_decl(self, n, space):
         args = {}
         names = ["shape", "dtype"]
@@ -149,8 +175,23 @@ class ExpressionRewriter:
             args[kw.arg] = kw.value
         if "shape" not in args or "dtype" not in args:
             raise self.compile_error(f"cuda.{space}.array needs shape and dtype", n)
-        shape = self.static_eval(args["shape"])
-        dt = self.static_eval(args["dtype"])
+        try:
+            shape = self.static_eval(args["shape"])
+        except CompileError:
+            raise self.compile_error(f"cuda.{space}.array: the shape {ast.unparse(args['shape'])!r} is not a "
+                                     "compile-time constant (an int or a tuple of ints)", n) from None
+        try:
+            dt = self.static_eval(args["dtype"])
+        except CompileError:
+            dt = None
+        if isinstance(dt, str):                 # numba takes a dtype's name: cuda.shared.array(4, "float32")
+            try:
+                dt = np.dtype(dt)
+            except TypeError:
+                dt = None
+        if dt is None or isinstance(dt, (bool, int, float, tuple, str)):
+            raise self.compile_error(f"cuda.{space}.array: dtype {ast.unparse(args['dtype'])!r} is not a numba or "
+                                     "numpy dtype (np.float32, numba.float32 ...)", n)
         try:
             dtype = np.dtype(dt) if not isinstance(dt, np.dtype) else dt
         except TypeError:
@@ -165,7 +206,7 @@ class ExpressionRewriter:
         shape = tuple(int(s) for s in shape)
         dynamic = space == "shared" and (shape == (0,))
         if any(s < 0 for s in shape) or (space == "local" and any(s == 0 for s in shape)):
-            raise self.compile_error(f"cuda.{space}.array shape {shape} is invalid", n)
+            raise self.compile_error(f"cuda.{space}.array shape {shape} is invalid (array length <= 0)", n)
         name = self.assign_target or f"{space}_array@{n.lineno}"
         slot = self.ctx.add_slot(space, name, shape, dtype, dynamic)
         return _rt("shared_array" if space == "shared" else "local_array", self.k(slot), _c(n.lineno))
@@ -186,6 +227,17 @@ class ExpressionRewriter:
         if kind == "cuda":
             return self.cuda_call(tag[1], n, unused)
         if any(isinstance(a, ast.Starred) for a in n.args):
+            if kind == "devfn" or tag == ("builtin", "min") or tag == ("builtin", "max"):
+                # f(*t), max(*t): the tuple's elements are the arguments (unpacked when the call runs)
+                star = [ast.Starred(value=self.expr(a.value), ctx=ast.Load()) if isinstance(a, ast.Starred)
+                        else self.expr(a) for a in n.args]
+                if kind != "devfn":
+                    return _rt("minmax", _c(tag[1]), ast.Tuple(elts=star, ctx=ast.Load()), _c(line))
+                cf, _, _ = self.ctx.compile_function(tag[1], "device")
+                name = f"_gs_D_{cf.name}_{id(cf) % 100000}"
+                self.ns[name] = cf.fn
+                return ast.Call(func=_load(name), args=[_load("_rt")] + star,
+                                keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
             raise self.unsupported("starred arguments", n)
         if kind == "extern":
             ext = tag[1]
@@ -220,7 +272,43 @@ class ExpressionRewriter:
             self.ns[name] = cf.fn
             return ast.Call(func=_load(name), args=[_load("_rt")] + [self.expr(a) for a in n.args],
                             keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
+        if kind == "npreduce":
+            if len(n.args) != 1 or n.keywords:
+                raise self.unsupported(f"{ast.unparse(n.func)} with more than the array", n)
+            return _rt("method", self.expr(n.args[0]), _c(tag[1]), ast.Tuple(elts=[], ctx=ast.Load()), _c(line))
+        if kind == "pyfunc":
+            raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
+                                     "<class 'function'> (a plain Python function: decorate it with "
+                                     "@cuda.jit(device=True))", n)
+        if kind == "builtin" and tag[1] == "ord":
+            if len(n.args) != 1 or not isinstance(n.args[0], ast.Constant) or not isinstance(n.args[0].value, str) \
+                    or len(n.args[0].value) != 1:
+                raise self.unsupported("ord() of anything but a one-character string constant", n)
+            return self.k(const(ord(n.args[0].value)))
+        if kind == "builtin" and tag[1] == "sum":
+            if len(n.args) != 1 or n.keywords:
+                raise self.unsupported("sum() with a start value", n)
+            return _rt("method", self.expr(n.args[0]), _c("sum"), ast.Tuple(elts=[], ctx=ast.Load()), _c(line))
+        if kind == "builtin" and tag[1] == "isinstance":
+            if len(n.args) != 2 or n.keywords:
+                raise self.compile_error("isinstance() takes an object and a type", n)
+            return _rt("isinst", self.expr(n.args[0]), self.k(self._isinstance_spec(n.args[1])), _c(line))
         if kind == "builtin" and tag[1] == "print":
+            if n.keywords:
+                raise self.compile_error("Numba's print() function implementation does not support keyword "
+                                         f"arguments ({', '.join(k.arg or '**' for k in n.keywords)}=)", n)
+            for a in n.args:
+                if isinstance(a, ast.JoinedStr):
+                    raise self.compile_error("an f-string in print(): numba-cuda has no str() of a number "
+                                             "(print the values as separate arguments)", a)
+                if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Mod) and isinstance(a.left, ast.Constant) \
+                        and isinstance(a.left.value, str):
+                    raise self.compile_error("'%' formatting in print(): numba-cuda has no mod(str, ...) (print "
+                                             "the values as separate arguments)", a)
+            names = [a for a in n.args if isinstance(a, ast.Name) and a.id in self.locals]
+            if names:           # numba prints numbers and tuples, not arrays (values not otherwise evaluated)
+                return _rt("print_check", ast.Tuple(elts=[_load(a.id) for a in names], ctx=ast.Load()),
+                           _c(tuple(a.id for a in names)), _c(line))
             return _c(None)         # printf from a kernel: accepted, prints nothing (arguments not evaluated)
         if kind == "builtin" and tag[1] == "float" and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) \
                 and isinstance(n.args[0].value, str):
@@ -245,10 +333,14 @@ class ExpressionRewriter:
                 raise self.unsupported("range() outside a for statement", n)
             if b in ("min", "max"):
                 return _rt("minmax", _c(b), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
+            if b == "divmod" and len(args) == 2:
+                return _rt("builtin_divmod", args[0], args[1], _c(line))
             if len(args) != 1 and b not in ("round", "pow"):
                 raise self.compile_error(f"{b}() takes one argument here", n)
             if b == "abs":
                 return _rt("builtin_abs", args[0], _c(line))
+            if b == "divmod":
+                raise self.compile_error("divmod() takes two arguments", n)
             if b in ("int", "float"):      # numba: int(int32) stays int32, float(float32) stays float32
                 return _rt("builtin_num", _c(b), args[0], _c(line))
             if b == "bool":
@@ -291,6 +383,9 @@ class ExpressionRewriter:
             return self._array_decl(n, "shared")
         if path == ("local", "array"):
             return self._array_decl(n, "local")
+        if path in (("grid",), ("gridsize",)) and not n.args and len(n.keywords) == 1 \
+                and n.keywords[0].arg == "ndim":
+            n = ast.copy_location(ast.Call(func=n.func, args=[n.keywords[0].value], keywords=[]), n)
         if n.keywords:
             raise self.unsupported(f"keyword arguments to cuda.{'.'.join(path)}", n)
         if path == ("const", "array_like"):
@@ -310,7 +405,7 @@ class ExpressionRewriter:
                 raise self.compile_error(f"cuda.{path[0]} takes the number of dimensions", n)
             nd = self.static_eval(n.args[0])
             if nd not in (1, 2, 3):
-                raise self.compile_error(f"cuda.{path[0]}({nd!r}): ndim must be 1, 2 or 3", n)
+                raise self.compile_error(f"cuda.{path[0]}({nd!r}): argument can only be 1, 2, 3", n)
             return _rt(path[0], _c(int(nd)), _c(line))
         args = [self.expr(a) for a in n.args]
         name = path[-1]
@@ -326,10 +421,18 @@ class ExpressionRewriter:
             return _rt("atomic", _c(name), args[0], args[1], ast.Tuple(elts=args[2:], ctx=ast.Load()), _c(line),
                        _c(not unused))
         if name == "syncthreads":
+            if args:
+                raise self.compile_error(f"cuda.syncthreads() takes no arguments ({len(args)} given)", n)
             return _rt("syncthreads", _c(line))
         if name == "syncwarp":
+            if len(args) > 1:
+                raise self.compile_error(f"No implementation of function syncwarp for {len(args)} arguments "
+                                         "(cuda.syncwarp(mask=0xFFFFFFFF))", n)
             return _rt("simple", _c(("syncwarp",)), _c(line))
         if name.startswith("threadfence"):
+            if args:
+                raise self.compile_error(f"No implementation of function {name} with arguments (cuda.{name}() "
+                                         "takes none)", n)
             return _rt("simple", _c(("membar",)), _c(line))
         if name in ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"):
             if len(args) != 3:
@@ -339,6 +442,9 @@ class ExpressionRewriter:
         if name in ("ballot_sync", "all_sync", "any_sync"):
             return _rt("vote", _c(name.split("_")[0]), args[0], args[1], _c(line))
         if name == "activemask":
+            if args:
+                raise self.compile_error("No implementation of function activemask with arguments "
+                                         "(cuda.activemask() takes none)", n)
             return _rt("vote", _c("activemask"), _c(None), _c(None), _c(line))
         if name in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
             return _rt("sync_reduce", _c(name.split("_")[1]), args[0], _c(line))

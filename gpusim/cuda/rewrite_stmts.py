@@ -102,7 +102,8 @@ class StatementRewriter:
             return out
         if isinstance(tg, ast.Subscript):
             return [ast.Expr(value=_rt("setitem", self.expr(tg.value), self.index(tg.slice), valexpr, _c(line)))]
-        raise self.unsupported(f"assignment to {type(tg).__name__.lower()}", tg)
+        what = f"attribute .{tg.attr}" if isinstance(tg, ast.Attribute) else type(tg).__name__.lower()
+        raise self.unsupported(f"assignment to {what}", tg)
 
     def augassign(self, s) -> list:
         line = s.lineno
@@ -111,7 +112,7 @@ class StatementRewriter:
             raise self.unsupported(f"operator {type(s.op).__name__}", s)
         tg = s.target
         if isinstance(tg, ast.Name):
-            cur = _load(tg.id)
+            cur = _rt("inplace_operand", _load(tg.id), _c(op), _c(line))
             return [ast.Assign(targets=[_store(tg.id)],
                                value=_rt("assign", _load(tg.id), self.arith(op, cur, s.value, line, cur_first=True),
                                          _c(tg.id)))]

@@ -63,6 +63,31 @@ class _Undef:
 UNDEF = _Undef()
 
 
+class Ununified:
+    """A variable assigned values of two kinds on two paths (a number and a tuple or an array): numba cannot
+    unify their types where the paths join, so any use of it is an error (an unused one is dropped, as numba
+    drops the dead join)."""
+
+    __slots__ = ("name", "a", "b")
+
+    def __init__(self, name, a, b):
+        self.name, self.a, self.b = name, a, b
+
+    def message(self) -> str:
+        return f"Cannot unify {kind_name(self.a)} and {kind_name(self.b)} for {self.name!r}"
+
+
+def kind_name(x) -> str:
+    """numba's name of the type of a value of the chunk (for error messages)."""
+    if isinstance(x, V):
+        return str(x.v.dtype)
+    if isinstance(x, (ArrayRef, SubArray)):
+        return f"array({x.dtype}, {x.ndim}d)"
+    if isinstance(x, tuple):
+        return "Tuple(" + ", ".join(kind_name(e) for e in x) + ")"
+    return type(x).__name__
+
+
 def _fix(x):
     """0-d arrays (numpy's result of all-scalar ops) back to numpy scalars."""
     if type(x) is np.ndarray and x.ndim == 0:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import BarrierDivergence
+from ..errors import BarrierDivergence, CompileError
 from ..trace import WARP, Op, OpKind
 from . import costs as C_
 from .values import EMPTY, I32, V, _union
@@ -53,6 +53,10 @@ class WarpOps:
 
     def sync_reduce(self, kind, pred, line) -> V:
         """``cuda.syncthreads_count/and/or(pred)``: a barrier that also reduces ``pred`` over the block."""
+        pv = self._val(pred, line)
+        if pv.v.dtype.kind == "f":
+            raise self._err(CompileError, f"No implementation of function syncthreads_{kind} for a {pv.v.dtype} "
+                            "predicate (numba-cuda takes a bool or an integer)", line)
         self.syncthreads(line)
         m = self.mask
         S = (self.C, self.P)
@@ -79,6 +83,10 @@ class WarpOps:
 
     def shfl(self, kind, mask, value, arg, line) -> V:
         v = self._val(value, line)
+        if v.v.dtype.name not in ("int32", "int64", "uint32", "uint64", "float32", "float64"):
+            name = {"idx": "shfl_sync", "up": "shfl_up_sync", "down": "shfl_down_sync", "xor": "shfl_xor_sync"}[kind]
+            raise self._err(CompileError, f"No implementation of function {name} for a {v.v.dtype} value (numba-cuda "
+                            "shuffles 32- and 64-bit ints and floats)", line)
         a = self._val(arg, line)
         lane = np.arange(WARP, dtype=np.int64)
         av = np.broadcast_to(np.asarray(a.v, dtype=np.int64), (self.C, self.P)).reshape(self.C, self.wpc, WARP)
@@ -110,7 +118,11 @@ class WarpOps:
         if kind == "activemask":
             bits = act
         else:
-            p = self.truth(pred, line)
+            pv = self._val(pred, line)
+            if kind == "ballot" and pv.v.dtype.kind == "f":
+                raise self._err(CompileError, f"No implementation of function ballot_sync for a {pv.v.dtype} "
+                                "predicate (numba-cuda takes a bool or an integer)", line)
+            p = self.truth(pv, line)
             bits = act & np.broadcast_to(p.v, (self.C, self.P))
         w = bits.reshape(self.C, self.wpc, WARP)
         if kind in ("ballot", "activemask"):
