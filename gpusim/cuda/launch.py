@@ -30,6 +30,7 @@ from ..errors import GpusimError, LaunchError
 from ..trace import KernelTrace
 from . import costs as C_
 from . import realcc
+from .realcc import varargs_packed
 from . import runtime as R
 from . import types as nbtypes
 from .compiler import compile_kernel, unwrap
@@ -83,14 +84,6 @@ def _check_launch(name, grid, block, dyn_shared, ck, cfg: GPUConfig):
         raise LaunchError(f"{where}{total} bytes of shared memory per block ({ck.shared_static_bytes} static + "
                           f"{dyn_shared} dynamic) exceeds the {cfg.sm.max_shared_per_cta_bytes} bytes per block of "
                           f"{cfg.name}")
-
-
-def varargs_packed(ck, args) -> list:
-    """The launch's arguments with those past the named parameters packed into the tuple of ``*rest``."""
-    if not ck.vararg:
-        return list(args)
-    n = len(ck.params) - 1
-    return list(args[:n]) + [tuple(args[n:])] if len(args) >= n else list(args)
 
 
 def _wrap_args(ck, args, argtypes=()):

@@ -13,6 +13,15 @@ import numpy as np
 from .. import compilers
 from . import types as nbtypes
 
+
+def varargs_packed(ck, args) -> list:
+    """The launch's arguments with those past the named parameters packed into the tuple of ``*rest``."""
+    if not ck.vararg:
+        return list(args)
+    n = len(ck.params) - 1
+    return list(args[:n]) + [tuple(args[n:])] if len(args) >= n else list(args)
+
+
 _CODE_OPTIONS = ("fastmath", "opt", "debug")
 
 
@@ -38,7 +47,6 @@ def describe(t):
 
 
 def request(kernel, ck, args, cfg, max_registers=None) -> "compilers.NumbaRequest | None":
-    from .launch import varargs_packed
     args = varargs_packed(ck, args)
     sigs = getattr(kernel, "signatures", None)
     types_ = None
