@@ -3,6 +3,8 @@
     python benchmarks/sampling.py                      # every case, sampled replay only
     python benchmarks/sampling.py --exact              # also the exact replay, and the sampled error
     python benchmarks/sampling.py vector_add_2e28      # some cases, by name
+    python benchmarks/sampling.py --suite              # every validation-suite case whose replay is sampled:
+                                                       # sampled vs exact cycles and counters (--heavy: all)
 
 Each case runs in its own process (peak RSS is its own): the kernel file's launch() is traced once
 (``trace s``: functional execution and the trace), then replayed sampled (``sampled s``, the default of
@@ -61,6 +63,7 @@ def run_one(name: str, exact: bool) -> dict:
         row["sampled_s"] += t2 - t1
         row["cycles_sampled"] += rep.cycles
         row["replay"].append(rep.context["sampling"]["line"])
+        row.setdefault("intervals", []).append(rep.context["sampling"].get("intervals", []))
         row["ctas"] = tr.n_ctas
         traces.append((tr, rep))
     row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -79,13 +82,99 @@ def run_one(name: str, exact: bool) -> dict:
     return row
 
 
+def _n_ctas(step: dict) -> int:
+    grid = step["grid"]
+    if callable(grid):
+        grid = grid(dict(step.get("meta") or {}))
+    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    n = 1
+    for g in grid:
+        n *= int(g)
+    return n
+
+
+def suite_one(name: str) -> dict:
+    """One suite case: each kernel of its launch traced; those whose replay is sampled also replayed exactly."""
+    sys.path.insert(0, ROOT)
+    from gpusim.api import launch_steps, time_trace, trace_kernel
+    from gpusim.config import load_gpu
+    from gpusim.timing.sampling import MIN_WAVES, plan
+    from gpusim.validate.suite import case_by_name, load_case
+    gpu = load_gpu("h100")
+    launch = load_case(case_by_name(name))
+    row = {"case": name, "kernels": []}
+    for st in launch_steps(launch):
+        if _n_ctas(st) < MIN_WAVES * gpu.chip.sm_count:
+            continue                               # under MIN_WAVES waves even at one CTA per SM: exact
+        t0 = time.perf_counter()
+        if "block" in st:
+            tr = trace_kernel(st["kernel"], st["grid"], st["block"], *st["args"], gpu=gpu,
+                              shared_bytes=st.get("shared_bytes", 0))
+        else:
+            tr = trace_kernel(st["kernel"], st["grid"], *st["args"], gpu=gpu, **(st.get("meta") or {}))
+        t1 = time.perf_counter()
+        p = plan(tr, gpu)
+        if not p.sampled:
+            row["kernels"].append({"kernel": tr.name, "replay": f"exact ({p.reason})"})
+            continue
+        rep = time_trace(tr, gpu, progress=False)
+        t2 = time.perf_counter()
+        k = {"kernel": tr.name, "trace_s": t1 - t0, "sampled_s": t2 - t1, "replay": rep.context["sampling"]["line"]}
+        if rep.context["sampling"]["mode"] == "sampled":
+            ex = time_trace(tr, gpu, progress=False, exact=True)
+            k["exact_s"] = time.perf_counter() - t2
+            k["err"] = {m: (rep[m] - ex[m]) / ex[m] if ex[m] else 0.0
+                        for m in ("cycles", "dram_bytes_read", "dram_bytes_write", "inst_issued_engine",
+                                  "l2_hit_rate_pct", "occupancy_achieved_pct")}
+        row["kernels"].append(k)
+    return row
+
+
+def main_suite(heavy: bool) -> int:
+    sys.path.insert(0, ROOT)
+    from gpusim.validate.suite import CASES
+    worst = 0.0
+    print(f"{'case':<36} {'trace s':>8} {'sampled s':>9} {'exact s':>8} {'cycles':>8} {'DRAM rd':>8} {'DRAM wr':>8} "
+          f"{'inst':>7} {'L2 hit':>7} {'occ':>7}  (sampled - exact) / exact", flush=True)
+    for c in CASES:
+        if "heavy" in c.tags and not heavy:
+            continue
+        p = subprocess.run([sys.executable, __file__, "--suite-child", c.name], capture_output=True, text=True,
+                           cwd=ROOT)
+        if p.returncode:
+            print(f"{c.name:<36} ERROR {p.stderr.strip().splitlines()[-1] if p.stderr else 'failed'}", flush=True)
+            continue
+        row = json.loads(p.stdout.strip().splitlines()[-1])
+        for k in row["kernels"]:
+            if "err" not in k:
+                print(f"{c.name:<36} {k['replay']}", flush=True)
+                continue
+            e = k["err"]
+            worst = max(worst, abs(e["cycles"]))
+            print(f"{c.name:<36} {k['trace_s']:>8.1f} {k['sampled_s']:>9.1f} {k['exact_s']:>8.1f} "
+                  + " ".join(f"{100 * e[m]:>+7.2f}%" for m in ("cycles", "dram_bytes_read", "dram_bytes_write",
+                                                               "inst_issued_engine", "l2_hit_rate_pct",
+                                                               "occupancy_achieved_pct")), flush=True)
+            print(f"    {k['replay']}", flush=True)
+    print(f"worst |cycles error| {100 * worst:.2f}%; machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*")
     ap.add_argument("--exact", action="store_true", help="also replay exactly (slow at these sizes)")
     ap.add_argument("--json")
+    ap.add_argument("--suite", action="store_true", help="walk the validation suite's sampled cases")
+    ap.add_argument("--heavy", action="store_true", help="with --suite: the heavy cases too")
     ap.add_argument("--child")
+    ap.add_argument("--suite-child")
     a = ap.parse_args()
+    if a.suite_child:
+        print(json.dumps(suite_one(a.suite_child)))
+        return 0
+    if a.suite:
+        return main_suite(a.heavy)
     if a.child:
         print(json.dumps(run_one(a.child, a.exact)))
         return 0

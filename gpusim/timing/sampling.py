@@ -6,10 +6,12 @@ state*: each successive wave's worth of CTAs (``W`` dispatches) takes the same t
 and hits the L2 as often, because every SM runs the same kind of CTA against a memory system in the same state.
 Replaying that steady state wave after wave teaches nothing new.  So the sampled engine (``SampledEngine``)
 replays the grid in dispatch order, but marks the instant CTA ``a*W`` is dispatched (wave mark ``a``) and
-snapshots there its counters (time, DRAM and L2 traffic, stall cycles).  Once ``STEADY_INTERVALS``
-consecutive intervals between marks agree -- each within ``TIME_TOL`` of their mean time and
-``COUNTER_TOL`` of their mean DRAM traffic -- and the L2 has reached its own steady state (full and evicting,
-unless the kernel's whole footprint fits in it), it *skips* the middle: the next CTA dispatched is the first of
+snapshots there its counters (time, DRAM and L2 traffic, stall cycles).  Once a window of ``2k`` intervals
+between marks (``k >= STEADY_HALF``, the shortest that works, so that a periodic pattern such as a GROUP_M
+swizzle's fits in it) has halves that agree and a mean known to within its tolerance (standard error
+std / sqrt(2k)) -- cycles per interval within ``TIME_TOL``, DRAM traffic within ``COUNTER_TOL`` -- and was
+measured after the L2 reached its own steady state (full and evicting for ``L2_SETTLE`` intervals, unless the
+kernel's whole footprint fits in it), it *skips* the middle: the next CTA dispatched is the first of
 the last ``TAIL_WAVES`` whole waves and the partial last wave, whose real traces then run to the end, so the
 tail's wave quantization and drain are replayed, not guessed.  The skipped ``M`` CTAs (a whole number ``M / W``
 of waves) add their share afterwards:
@@ -32,6 +34,7 @@ the marks and the decision depend only on simulated times.  Units: SM clock cycl
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,12 +46,13 @@ from .occupancy import occupancy
 
 #: grids of fewer waves are replayed exactly (a sampled run replays at least about five waves anyway)
 MIN_WAVES = 6
-#: consecutive wave intervals that must agree before the middle is skipped
-STEADY_INTERVALS = 3
-#: an interval's cycles within this share of the intervals' mean
-TIME_TOL = 0.02
-#: an interval's DRAM bytes (read + written) within this share of the intervals' mean
-COUNTER_TOL = 0.03
+#: the steady window's halves hold at least this many wave intervals each
+STEADY_HALF = 2
+#: the halves' cycles agree within this share of their mean, and the window's mean cycles per interval is known
+#: within it (standard error: std / sqrt(intervals))
+TIME_TOL = 0.01
+#: the same for DRAM bytes (read + written) per interval
+COUNTER_TOL = 0.02
 #: whole waves replayed before the partial last wave (they warm the tail's caches as the skipped waves would)
 TAIL_WAVES = 1
 #: per-CTA work (warp instructions, global sectors): coefficient of variation above which CTAs are not alike
@@ -57,6 +61,8 @@ WORK_CV_TOL = 0.10
 WAVE_WORK_TOL = 0.02
 #: the L2 counts as full (evicting) when it holds this share of its lines
 L2_FULL = 0.95
+#: wave intervals left out after the L2 first fills (the transient of its first write-backs)
+L2_SETTLE = 2
 #: functional warming at the skip: the skipped CTAs' last lines put through the L2, this many times its lines
 WARM_L2 = 1.5
 
@@ -92,6 +98,8 @@ class SamplingInfo:
     ctas_per_wave: int = 0
     head_waves: int = 0
     wave_cycles: float = 0.0
+    #: cycles and DRAM bytes of each interval between wave marks the replay saw (at most the first 200)
+    intervals: list = field(default_factory=list)
 
     def line(self) -> str:
         """One line for the report: ``sampled: 5 of 32 waves ...`` or ``exact (...)``."""
@@ -106,7 +114,8 @@ class SamplingInfo:
         return {"mode": self.mode, "reason": self.reason, "waves_total": self.waves_total,
                 "waves_replayed": self.waves_replayed, "waves_skipped": self.waves_skipped,
                 "ctas_skipped": self.ctas_skipped, "ctas_per_wave": self.ctas_per_wave,
-                "head_waves": self.head_waves, "wave_cycles": self.wave_cycles, "line": self.line()}
+                "head_waves": self.head_waves, "wave_cycles": self.wave_cycles, "intervals": self.intervals,
+                "line": self.line()}
 
 
 def _w(x: float) -> str:
@@ -226,6 +235,7 @@ class SampledEngine(Engine):
         self.W = sampling_plan.ctas_per_wave
         self.marks: list[dict] = []          # wave marks: the state when CTA a*W is dispatched
         self.skip_at: int | None = None      # the wave mark at which the middle was skipped
+        self.window = 0                      # wave intervals of the steady window that measured the rates
         self.ctas_skipped = 0
         full = self.n_ctas // self.W
         # the first CTA of the tail: the last TAIL_WAVES whole waves and the partial wave
@@ -237,7 +247,9 @@ class SampledEngine(Engine):
 
     def _mark(self) -> dict:
         mem = self.mem
-        return {"t": self.env.now, "stall": list(self.stall_cycles), "mem": mem.stats.as_dict(),
+        st = mem.stats
+        return {"t": self.env.now, "stall": list(self.stall_cycles), "mem": st.as_dict(),
+                "dram": st.dram_rd_bytes + st.dram_wr_bytes,
                 "l2_full": sum(len(s) for s in mem.l2_sets) >= L2_FULL * self.l2_lines_total}
 
     def _take_next_cta(self) -> int:
@@ -273,29 +285,44 @@ class SampledEngine(Engine):
             self.mem.warm_l2(lines.tolist(), masks.tolist(), stores.tolist())
 
     def _steady(self) -> bool:
-        """Do the last ``STEADY_INTERVALS`` intervals between wave marks agree (time and DRAM traffic), all
-        measured after the L2 reached its steady state?  Marks start at CTA W (the first retirement), so the
-        first wave's ramp is never one of them."""
-        k = STEADY_INTERVALS
+        """Has the replay reached its steady state?  Among the intervals between wave marks measured after the L2
+        reached its own steady state, find the shortest window of ``2k`` intervals (``k >= STEADY_HALF``) whose
+        halves agree and whose mean has a standard error within the tolerance: cycles per interval within
+        ``TIME_TOL``, DRAM bytes within ``COUNTER_TOL`` -- a window at least as long as any period of the
+        pattern (a GROUP_M swizzle's) passes; noisy intervals need a long window, or never pass (exact).  Marks start at CTA W
+        (the first retirement), so the first wave's ramp is never in a window.  Sets ``self.window``."""
         marks = self.marks
-        if len(marks) < k + 1:
-            return False
-        win = marks[-(k + 1):]
-        if not self.plan.fits_l2 and not win[0]["l2_full"]:
-            return False
-        dt = np.diff([m["t"] for m in win])
-        dram = np.diff([m["mem"]["dram_rd_bytes"] + m["mem"]["dram_wr_bytes"] for m in win]).astype(np.float64)
-        if dt.mean() <= 0 or np.abs(dt - dt.mean()).max() > TIME_TOL * dt.mean():
-            return False
-        if dram.mean() > 0 and np.abs(dram - dram.mean()).max() > COUNTER_TOL * dram.mean():
-            return False
-        return True
+        start = 0
+        if not self.plan.fits_l2:
+            start = next((i for i, m in enumerate(marks) if m["l2_full"]), len(marks)) + L2_SETTLE
+        avail = len(marks) - 1 - start
+        for k in range(STEADY_HALF, avail // 2 + 1):
+            win = marks[-(2 * k + 1):]
+            for key, tol in (("t", TIME_TOL), ("dram", COUNTER_TOL)):
+                x = np.array([m[key] for m in win], np.float64)
+                dx = np.diff(x)
+                a, b = x[k] - x[0], x[-1] - x[k]
+                mean = float(dx.mean())
+                if key == "t" and mean <= 0:
+                    break
+                # the halves agree, and the window's mean is known to within tol (its standard error)
+                if abs(a - b) > tol * 0.5 * (a + b) or float(dx.std()) / math.sqrt(2 * k) > tol * mean:
+                    break
+            else:
+                self.window = 2 * k
+                return True
+        return False
 
     def run(self, progress=None) -> EngineResult:
         res = super().run(progress=progress)
+        m = self.marks[:201]
+        intervals = [[round(b["t"] - a["t"], 1),
+                      b["mem"]["dram_rd_bytes"] + b["mem"]["dram_wr_bytes"] - a["mem"]["dram_rd_bytes"]
+                      - a["mem"]["dram_wr_bytes"]] for a, b in zip(m, m[1:])]
+        self.info.intervals = intervals
         if self.skip_at is None:
             return res
-        k = STEADY_INTERVALS
+        k = self.window
         win = self.marks[self.skip_at - (k + 1):self.skip_at]
         waves_skipped = self.ctas_skipped // self.W
         f = waves_skipped / k                    # skipped waves per measured interval
@@ -312,7 +339,8 @@ class SampledEngine(Engine):
         replayed = (self.n_ctas - self.ctas_skipped) / self.W
         self.info = SamplingInfo("sampled", "", waves_total=self.n_ctas / self.W, waves_replayed=replayed,
                                  waves_skipped=waves_skipped, ctas_skipped=self.ctas_skipped,
-                                 ctas_per_wave=self.W, head_waves=self.skip_at, wave_cycles=wave_cycles)
+                                 ctas_per_wave=self.W, head_waves=self.skip_at, wave_cycles=wave_cycles,
+                                 intervals=intervals)
         res.cycles = res.cycles + waves_skipped * wave_cycles
         res.memory = mem
         res.stall_cycles = stall
