@@ -3,7 +3,7 @@
     python benchmarks/sampling.py                      # every case, sampled replay only
     python benchmarks/sampling.py --exact              # also the exact replay, and the sampled error
     python benchmarks/sampling.py vector_add_2e28      # some cases, by name
-    python benchmarks/sampling.py --suite              # every validation-suite case whose replay is sampled:
+    python benchmarks/sampling.py --suite [--match RE] # every validation-suite case whose replay is sampled:
                                                        # sampled vs exact cycles and counters (--heavy: all)
 
 Each case runs in its own process (peak RSS is its own): the kernel file's launch() is traced once
@@ -130,14 +130,15 @@ def suite_one(name: str) -> dict:
     return row
 
 
-def main_suite(heavy: bool) -> int:
+def main_suite(heavy: bool, pattern: str | None = None) -> int:
+    import re
     sys.path.insert(0, ROOT)
     from gpusim.validate.suite import CASES
     worst = 0.0
     print(f"{'case':<36} {'trace s':>8} {'sampled s':>9} {'exact s':>8} {'cycles':>8} {'DRAM rd':>8} {'DRAM wr':>8} "
           f"{'inst':>7} {'L2 hit':>7} {'occ':>7}  (sampled - exact) / exact", flush=True)
     for c in CASES:
-        if "heavy" in c.tags and not heavy:
+        if "heavy" in c.tags and not heavy or pattern and not re.search(pattern, c.name):
             continue
         p = subprocess.run([sys.executable, __file__, "--suite-child", c.name], capture_output=True, text=True,
                            cwd=ROOT)
@@ -167,6 +168,7 @@ def main() -> int:
     ap.add_argument("--json")
     ap.add_argument("--suite", action="store_true", help="walk the validation suite's sampled cases")
     ap.add_argument("--heavy", action="store_true", help="with --suite: the heavy cases too")
+    ap.add_argument("--match", help="with --suite: only the cases whose name matches this regular expression")
     ap.add_argument("--child")
     ap.add_argument("--suite-child")
     a = ap.parse_args()
@@ -174,7 +176,7 @@ def main() -> int:
         print(json.dumps(suite_one(a.suite_child)))
         return 0
     if a.suite:
-        return main_suite(a.heavy)
+        return main_suite(a.heavy, a.match)
     if a.child:
         print(json.dumps(run_one(a.child, a.exact)))
         return 0

@@ -1,36 +1,44 @@
 """Sampled timing: replay the waves that represent a large grid and extrapolate the rest.
 
-Picture a grid of many waves (a wave: CTAs per SM x SMs, the CTAs resident at once).  After the first CTAs
-retire, the CTA scheduler hands out a new CTA each time one finishes, and the chip settles into a *steady
-state*: each successive wave's worth of CTAs (``W`` dispatches) takes the same time, moves the same DRAM bytes
-and hits the L2 as often, because every SM runs the same kind of CTA against a memory system in the same state.
-Replaying that steady state wave after wave teaches nothing new.  So the sampled engine (``SampledEngine``)
-replays the grid in dispatch order, but marks the instant CTA ``a*W`` is dispatched (wave mark ``a``) and
-snapshots there its counters (time, DRAM and L2 traffic, stall cycles).  Once a window of ``2k`` intervals
-between marks (``k >= STEADY_HALF``, the shortest that works, so that a periodic pattern such as a GROUP_M
-swizzle's fits in it) has halves that agree and a mean known to within its tolerance (standard error
-std / sqrt(2k)) -- cycles per interval within ``TIME_TOL``, DRAM traffic within ``COUNTER_TOL`` -- and was
-measured after the L2 reached its own steady state (full and evicting for ``L2_SETTLE`` intervals, unless the
-kernel's whole footprint fits in it), it *skips* the middle: the next CTA dispatched is the first of
-the last ``TAIL_WAVES`` whole waves and the partial last wave, whose real traces then run to the end, so the
-tail's wave quantization and drain are replayed, not guessed.  The skipped ``M`` CTAs (a whole number ``M / W``
-of waves) add their share afterwards:
+Picture a grid of many waves (a wave: CTAs per SM x SMs, the CTAs resident at once). After the first CTAs retire,
+the CTA scheduler hands out a new CTA each time one finishes, and the chip settles into a *steady state*: each
+successive wave's worth of CTAs (``W`` dispatches) takes the same time, moves the same DRAM bytes and hits the L2
+as often, because every SM runs the same kind of CTA against a memory system in the same state. Replaying that
+steady state wave after wave teaches nothing new. So the sampled engine (``SampledEngine``) replays the grid in
+dispatch order, but marks the instant CTA ``a*W`` is dispatched (wave mark ``a``) and snapshots there its counters
+(time, DRAM and L2 traffic, stall cycles). Once a window of ``2k`` intervals between marks (``k >= STEADY_HALF``,
+the shortest that works, so that a periodic pattern such as a GROUP_M swizzle's fits in it) has halves that agree
+and a mean known within the tolerance -- cycles per interval within ``TIME_TOL`` (standard error std / sqrt(2k)),
+DRAM traffic within ``COUNTER_TOL`` (std x sqrt(2) / 2k, as a periodic pattern moves the mean only at the window's
+ends) -- and was measured after the L2 reached its own steady state (full and evicting for ``L2_SETTLE``
+intervals, unless the kernel's whole footprint fits in it), it *skips* the middle: the next CTA dispatched is the
+first of the last ``TAIL_WAVES`` whole waves and the partial last wave, whose real traces then run to the end, so
+the tail's wave quantization and drain are replayed, not guessed. Before the jump the skipped CTAs' last lines
+(``WARM_L2`` times the L2's lines) go through the L2's tags without time or counts (functional warming), so the
+tail meets the cache the skipped waves would have left. The skipped ``M`` CTAs (a whole number ``M / W`` of waves)
+add their share afterwards:
 
     cycles   = cycles of the replayed CTAs + (M / W) x steady cycles per wave
     counter  = counter of the replay        + (M / W) x steady counter per wave
 
-for DRAM bytes read/written, L1/L2 sectors and hits, row misses, stall cycles, active SM cycles and resident
-warp-cycles (achieved occupancy); instructions issued add the skipped CTAs' exact count from the trace.
-Counts that need no timing (instructions executed, requests, sectors per request, bank conflicts) always come
-from the whole trace (``metrics.trace_counts``), and functional execution is never sampled: every output of
-every CTA is computed.
+for DRAM bytes read/written, L1/L2 sectors and hits, row misses, stall cycles, active SM cycles and resident warp-
+cycles (achieved occupancy); instructions issued add the skipped CTAs' exact count from the trace. Counts that
+need no timing (instructions executed, requests, sectors per request, bank conflicts) always come from the whole
+trace (``metrics.trace_counts``), and functional execution is never sampled: every output of every CTA is
+computed.
 
 What sampling cannot represent falls back to the exact replay, with the reason (``plan``): fewer than
 ``MIN_WAVES`` waves; CTAs whose work differs (a data-dependent trip count, a causal mask's gradient across the
-grid: instructions or sectors per CTA or per wave spread beyond ``WORK_TOL``); global atomics (their contention
-depends on every CTA's timing); grid synchronization (a cooperative launch); a recorded timeline (every warp is
-drawn).  When no steady state shows before the tail, the replay simply runs to the end: exact.  Deterministic:
-the marks and the decision depend only on simulated times.  Units: SM clock cycles; W in CTAs.
+grid: instructions or sectors per CTA spread beyond ``WORK_CV_TOL``, per wave beyond ``WAVE_WORK_TOL``); global
+atomics (their contention depends on every CTA's timing); grid synchronization (a cooperative launch); a recorded
+timeline (every warp is drawn). When no steady state shows before the tail, the replay simply runs to the end:
+exact. Deterministic: the marks and the decision depend only on simulated times. Units: SM clock cycles; W in
+CTAs.
+
+What it cannot see: a replay whose state drifts after the window (in DRAM-bound streaming kernels with L2 write-
+backs the busiest DRAM channel's queue keeps growing through the exact replay: its last waves run slower and its
+resident warps thin out, which the steady window does not show), so cycles can land a few percent off and achieved
+occupancy / stall cycles more (``benchmarks/sampling.py --suite`` measures it per suite case).
 """
 from __future__ import annotations
 
@@ -44,14 +52,16 @@ from ..trace import KernelTrace, OpKind, Space, _POPCOUNT4
 from .engine import Engine, EngineResult
 from .occupancy import occupancy
 
+#: the reason of an exact replay the caller asked for (``exact=True``, ``--exact``)
+ASKED = "asked for"
 #: grids of fewer waves are replayed exactly (a sampled run replays at least about five waves anyway)
 MIN_WAVES = 6
 #: the steady window's halves hold at least this many wave intervals each
 STEADY_HALF = 2
 #: the halves' cycles agree within this share of their mean, and the window's mean cycles per interval is known
-#: within it (standard error: std / sqrt(intervals))
+#: within it (standard error std / sqrt(intervals))
 TIME_TOL = 0.01
-#: the same for DRAM bytes (read + written) per interval
+#: the same for DRAM bytes (read + written) per interval (standard error std x sqrt(2) / intervals)
 COUNTER_TOL = 0.02
 #: whole waves replayed before the partial last wave (they warm the tail's caches as the skipped waves would)
 TAIL_WAVES = 1
@@ -287,10 +297,10 @@ class SampledEngine(Engine):
     def _steady(self) -> bool:
         """Has the replay reached its steady state?  Among the intervals between wave marks measured after the L2
         reached its own steady state, find the shortest window of ``2k`` intervals (``k >= STEADY_HALF``) whose
-        halves agree and whose mean has a standard error within the tolerance: cycles per interval within
-        ``TIME_TOL``, DRAM bytes within ``COUNTER_TOL`` -- a window at least as long as any period of the
-        pattern (a GROUP_M swizzle's) passes; noisy intervals need a long window, or never pass (exact).  Marks start at CTA W
-        (the first retirement), so the first wave's ramp is never in a window.  Sets ``self.window``."""
+        halves agree and whose mean is known within the tolerance: cycles per interval within ``TIME_TOL``, DRAM
+        bytes within ``COUNTER_TOL`` -- a window at least as long as any period of the pattern (a GROUP_M
+        swizzle's) passes; noisy intervals need a long window, or never pass (exact).  Marks start at CTA W (the
+        first retirement), so the first wave's ramp is never in a window.  Sets ``self.window``."""
         marks = self.marks
         start = 0
         if not self.plan.fits_l2:
@@ -305,8 +315,11 @@ class SampledEngine(Engine):
                 mean = float(dx.mean())
                 if key == "t" and mean <= 0:
                     break
-                # the halves agree, and the window's mean is known to within tol (its standard error)
-                if abs(a - b) > tol * 0.5 * (a + b) or float(dx.std()) / math.sqrt(2 * k) > tol * mean:
+                # the halves agree, and the window's mean is known to within tol: its standard error, std / sqrt(2k)
+                # for cycles (a transient's or the dispatch's noise); for DRAM bytes std * sqrt(2) / 2k, the shift
+                # the window's two ends give a periodic pattern (a GROUP_M swizzle alternates L2 hits wave by wave)
+                se = float(dx.std()) / (math.sqrt(2 * k) if key == "t" else math.sqrt(2 * k * k))
+                if abs(a - b) > tol * 0.5 * (a + b) or se > tol * mean:
                     break
             else:
                 self.window = 2 * k
@@ -420,7 +433,7 @@ def run_sampled(trace: KernelTrace, gpu: GPUConfig | str = "h100", *, sampling: 
         eng = Engine(trace, gpu, record_timeline=record_timeline, policy=policy)
         res = eng.run(progress=progress)
         waves = trace.n_ctas / max(1, eng.occ.ctas_per_sm * gpu.chip.sm_count)
-        info = SamplingInfo("exact", "asked for", waves_total=waves, waves_replayed=waves,
+        info = SamplingInfo("exact", ASKED, waves_total=waves, waves_replayed=waves,
                             ctas_per_wave=eng.occ.ctas_per_sm * gpu.chip.sm_count)
     else:
         p = plan(trace, gpu, record_timeline=record_timeline)
