@@ -20,6 +20,7 @@ from .config import GPUConfig, load_gpu
 from .errors import GpusimError, LaunchSpecError
 from .metrics import Report, build_report
 from .timing import Engine
+from .timing.sampling import run_sampled
 
 
 def frontend_of(kernel: Any) -> str:
@@ -53,11 +54,15 @@ def trace_kernel(kernel: Any, grid: Any, *args: Any, gpu: GPUConfig, frontend: s
 
 def time_trace(tr: trace_mod.KernelTrace, gpu: GPUConfig, *, record_timeline: bool = False,
                policy: str | None = None, t_start: float | None = None,
-               progress: "Callable[[int], None] | bool | None" = None) -> Report:
+               progress: "Callable[[int], None] | bool | None" = None, exact: bool = False,
+               sampling: bool | None = None) -> Report:
     """Replay a trace on the timing engine and build its report.
 
     ``progress``: None shows a CTA progress bar when stderr is a terminal and the grid is large
     (``progress.cta_progress``); False shows none; a callable is called with the number of CTAs retired.
+    A grid of many alike waves is replayed sampled (``gpusim.timing.sampling``: the waves up to its steady state
+    and the last ones, the middle extrapolated; the report says which in ``context["sampling"]``); ``exact=True``
+    (or ``sampling=False``) replays every CTA.
     """
     t0 = time.perf_counter() if t_start is None else t_start
     if progress is None:
@@ -66,7 +71,8 @@ def time_trace(tr: trace_mod.KernelTrace, gpu: GPUConfig, *, record_timeline: bo
     elif progress is False or progress is True:
         progress = None if progress is False else _cta_bar(tr.n_ctas)
     t1 = time.perf_counter()
-    res = Engine(tr, gpu, record_timeline=record_timeline, policy=policy).run(progress=progress)
+    res = run_sampled(tr, gpu, sampling=False if exact else sampling, record_timeline=record_timeline,
+                      policy=policy, progress=progress)
     t2 = time.perf_counter()
     return build_report(tr, gpu, res, wall_s=t2 - t0, timing_s=t2 - t1)
 
@@ -95,7 +101,7 @@ def _cta_bar(total: int):
 def simulate(kernel: Any, grid: Any, *args: Any, gpu: "str | GPUConfig" = "h100", record_timeline: bool = False,
              policy: str | None = None, frontend: str | None = None,
              progress: "Callable[[int], None] | bool | None" = None, compiler: str | None = None,
-             **kw: Any) -> Report:
+             exact: bool = False, sampling: bool | None = None, **kw: Any) -> Report:
     """Run one kernel launch on the simulated GPU: compute its results and time it.
 
     CUDA-style kernels: ``simulate(kernel, grid, block, *args, shared_bytes=0, max_registers=None)``.
@@ -103,13 +109,15 @@ def simulate(kernel: Any, grid: Any, *args: Any, gpu: "str | GPUConfig" = "h100"
     ``gpu`` is a preset name or a TOML config path.  ``progress``: see ``time_trace`` (by default a progress
     bar over the grid's CTAs on a terminal, nothing otherwise).  ``compiler``: where registers and shared memory
     come from, ``"auto"`` / ``"builtin"`` / ``"real"`` (``gpusim.compilers``; None: ``$GPUSIM_COMPILER``, else
-    auto).  Returns a ``Report``.
+    auto).  ``exact`` / ``sampling``: see ``time_trace`` (a large grid's timing replay is sampled by default;
+    the kernel's outputs are always computed for every CTA).  Returns a ``Report``.
     """
     cfg = load_gpu(gpu)
     t0 = time.perf_counter()
     with compilers.use(compiler):
         tr = trace_kernel(kernel, grid, *args, gpu=cfg, frontend=frontend, **kw)
-    return time_trace(tr, cfg, record_timeline=record_timeline, policy=policy, t_start=t0, progress=progress)
+    return time_trace(tr, cfg, record_timeline=record_timeline, policy=policy, t_start=t0, progress=progress,
+                      exact=exact, sampling=sampling)
 
 
 @dataclass
@@ -299,27 +307,29 @@ def launch_steps(launch: dict) -> list[dict]:
     return [{k: launch[k] for k in STEP_KEYS if k in launch}]
 
 
-def simulate_step(step: dict, gpu: GPUConfig, record_timeline: bool = False) -> Report:
+def simulate_step(step: dict, gpu: GPUConfig, record_timeline: bool = False, exact: bool = False,
+                  sampling: bool | None = None) -> Report:
     kernel = step["kernel"]
     fe = frontend_of(kernel)
     grid = step["grid"]
     if fe == "cuda":
         return simulate(kernel, grid, step["block"], *step["args"], gpu=gpu, record_timeline=record_timeline,
-                        shared_bytes=step.get("shared_bytes", 0))
-    return simulate(kernel, grid, *step["args"], gpu=gpu, record_timeline=record_timeline,
-                    **(step.get("meta") or {}))
+                        shared_bytes=step.get("shared_bytes", 0), exact=exact, sampling=sampling)
+    return simulate(kernel, grid, *step["args"], gpu=gpu, record_timeline=record_timeline, exact=exact,
+                    sampling=sampling, **(step.get("meta") or {}))
 
 
 def simulate_launch(launch: dict, gpu: "str | GPUConfig" = "h100", record_timeline: bool = False,
-                    progress: Callable[[int, int], None] | None = None, compiler: str | None = None) -> list[Report]:
-    """Simulate every step of a launch description; returns one Report per kernel launched.  ``compiler``: see
-    ``simulate``."""
+                    progress: Callable[[int, int], None] | None = None, compiler: str | None = None,
+                    exact: bool = False, sampling: bool | None = None) -> list[Report]:
+    """Simulate every step of a launch description; returns one Report per kernel launched.  ``compiler``,
+    ``exact``, ``sampling``: see ``simulate``."""
     cfg = load_gpu(gpu)
     steps = launch_steps(launch)
     out = []
     for i, st in enumerate(steps):
         with compilers.use(compiler):
-            out.append(simulate_step(st, cfg, record_timeline))
+            out.append(simulate_step(st, cfg, record_timeline, exact=exact, sampling=sampling))
         if progress:
             progress(i + 1, len(steps))
     return out

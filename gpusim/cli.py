@@ -41,7 +41,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         from .progress import StepProgress
         progress = StepProgress("simulating")
     with _UserCode(a.file), compilers.use(a.compiler):
-        reports = simulate_launch(launch, gpu, record_timeline=want_timeline, progress=progress)
+        reports = simulate_launch(launch, gpu, record_timeline=want_timeline, progress=progress, exact=a.exact)
         checks = check_outputs(launch) if "reference" in launch else []
     ok = all(c[2] for c in checks)
     if a.json:
@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--compiler", choices=compilers.MODES, default=None,
                    help="registers / shared memory from the real compiler (Triton, numba-cuda + ptxas) or gpusim's "
                         "built-in estimate: auto (real when installed, default; or $GPUSIM_COMPILER), builtin, real")
+    r.add_argument("--exact", action="store_true",
+                   help="replay every CTA in the timing engine (default: a grid of many alike waves is sampled: the "
+                        "waves up to its steady state and the last ones replayed, the middle extrapolated)")
     r.set_defaults(fn=cmd_run)
     g = sub.add_parser("gpus", help="list the GPU presets")
     g.add_argument("-v", "--verbose", metavar="PRESET",

@@ -16,6 +16,7 @@ import numpy as np
 
 from .config import GPUConfig
 from .timing.engine import EngineResult
+from .timing.sampling import ASKED, MIN_WAVES
 from .trace import KernelTrace, OpKind, Space, _POPCOUNT4
 
 
@@ -260,10 +261,15 @@ def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: 
         "occupancy_limits": occ.limits,
         # which compiler's registers / shared memory the occupancy used (gpusim.compilers)
         "compiler": (trace.meta.get("compiler") or {}).get("label", "built-in estimate"),
+        # how the timing replay covered the grid (gpusim.timing.sampling): every CTA, or sampled waves
+        "sampling": dict(res.sampling) if res.sampling else {"mode": "exact", "line": "exact"},
     }
     rep = Report(kernel=trace.name, gpu=gpu.name, metrics=M, context=ctx, trace=trace, engine=res, config=gpu)
     for n in [*gpu.notes, *getattr(trace, "notes", ()), *getattr(res, "notes", ())]:
         rep.note(n)
+    smp = res.sampling or {}
+    if smp.get("mode") == "sampled" or (smp.get("reason") and smp.get("waves_total", 0) >= MIN_WAVES):
+        rep.note(smp["line"])            # sampled, or a large grid sampling could not represent
     return rep
 
 
@@ -283,6 +289,8 @@ def format_report(r: Report) -> str:
              f"block {tuple(r.context.get('block', ()))}"]
     if r.context.get("compiler"):
         lines.append(f"compiler: {r.context['compiler']}")
+    if r.context.get("sampling"):
+        lines.append(f"timing replay: {r.context['sampling'].get('line', 'exact')}")
     width = 30
     for title, keys in SECTIONS:
         lines.append(f"\n{title}")
@@ -469,7 +477,8 @@ def explain_report(rep: Report, policy: str | None = None, progress=None) -> Exp
                           f"report from gpusim.simulate / simulate_launch, not one read back from JSON)")
     t0 = time.perf_counter()
     base = float(rep.engine.cycles)
-    cfs = counterfactuals(rep.trace, rep.config, policy=policy, progress=progress)
+    exact = (rep.context.get("sampling") or {}).get("reason") == ASKED      # the report replayed every CTA
+    cfs = counterfactuals(rep.trace, rep.config, policy=policy, progress=progress, sampling=False if exact else None)
     records = []
     saving: dict[str, float | None] = {}
     for cf in cfs:

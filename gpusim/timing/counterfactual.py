@@ -48,6 +48,7 @@ import numpy as np
 from ..config import GPUConfig, load_gpu
 from ..trace import WARP, KernelTrace, MemAccess, OpKind, OpTable, Space, _POPCOUNT4
 from .engine import Engine, EngineResult
+from .sampling import run_sampled
 from .occupancy import occupancy
 from .sm import _ALU, _ATOM, _LOAD, _STORE
 
@@ -411,9 +412,11 @@ def _fmt_int(x: float) -> str:
     return f"{int(round(x)):,}"
 
 
-def replay(key: str, trace: KernelTrace, gpu: GPUConfig | str = "h100", *, policy: str | None = None
-           ) -> Counterfactual:
-    """Replay ``trace`` on the chip idealized by ``key`` (one of ``IDEAL_KEYS``)."""
+def replay(key: str, trace: KernelTrace, gpu: GPUConfig | str = "h100", *, policy: str | None = None,
+           sampling: bool | None = None) -> Counterfactual:
+    """Replay ``trace`` on the chip idealized by ``key`` (one of ``IDEAL_KEYS``).  ``sampling``: as
+    ``sampling.run_sampled`` (a large grid of alike waves is sampled; False: exact); the occupancy, divergence and
+    tail-wave variants always replay exactly."""
     gpu = load_gpu(gpu)
     names = {k: (c, kind) for k, c, kind in IDEALS}
     if key not in names:
@@ -422,6 +425,8 @@ def replay(key: str, trace: KernelTrace, gpu: GPUConfig | str = "h100", *, polic
     t0 = time.perf_counter()
 
     def run(tr: KernelTrace, cfg: GPUConfig, cls=Engine) -> EngineResult:
+        if cls is Engine and sampling is not False:   # a large grid of alike waves: sampled, as the report was
+            return run_sampled(tr, cfg, policy=policy)
         return cls(tr, cfg, policy=policy).run(progress=None)
 
     def done(cycles: float | None, how: str) -> Counterfactual:
@@ -533,13 +538,14 @@ def _uses_shared(trace: KernelTrace) -> bool:
 
 
 def counterfactuals(trace: KernelTrace, gpu: GPUConfig | str = "h100", keys: tuple[str, ...] = IDEAL_KEYS, *,
-                    policy: str | None = None, progress=None) -> list[Counterfactual]:
+                    policy: str | None = None, progress=None, sampling: bool | None = None) -> list[Counterfactual]:
     """Every idealization of ``keys`` replayed (or found not applicable), in the order of ``keys``.
-    ``progress``, if given, is called with (done, total) after each; it only observes."""
+    ``progress``, if given, is called with (done, total) after each; it only observes.  ``sampling``: see
+    ``replay``."""
     gpu = load_gpu(gpu)
     out = []
     for k in keys:
-        out.append(replay(k, trace, gpu, policy=policy))
+        out.append(replay(k, trace, gpu, policy=policy, sampling=sampling))
         if progress is not None:
             progress(len(out), len(keys))
     return out

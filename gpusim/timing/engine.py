@@ -55,6 +55,8 @@ class EngineResult:
     launch_overhead_cycles: float = 0.0
     sim_events: int = 0
     notes: list[str] = field(default_factory=list)   # choices the engine made for the user (Report.notes)
+    # how the grid was replayed (``sampling.SamplingInfo.to_dict``): mode "exact" or "sampled", waves, reason
+    sampling: dict = field(default_factory=dict)
 
 
 class Engine:
@@ -277,8 +279,7 @@ class Engine:
         room = occ.ctas_per_sm if limit is None else min(occ.ctas_per_sm, len(sm.ctas) + limit)
         t_call = t
         while len(sm.ctas) < room and self.next_cta < self.n_ctas:
-            cid = self.next_cta
-            self.next_cta += 1
+            cid = self._take_next_cta()
             table, local = self.trace.table_of(cid)
             t = t_call
             if self.dispatch_interval:                  # the work distributor starts one CTA at a time
@@ -303,6 +304,13 @@ class Engine:
             sm.ctas.append(cta)
         if self.next_cta >= self.n_ctas:
             self.all_dispatched = True
+
+    def _take_next_cta(self) -> int:
+        """The linear id of the next CTA to dispatch (advancing ``next_cta``); the sampled engine
+        (``sampling.SampledEngine``) overrides it to skip the steady middle of a grid."""
+        cid = self.next_cta
+        self.next_cta = cid + 1
+        return cid
 
     def _dispatch_later(self, sm: SM, delay: float) -> None:
         ev = self.env.timeout(delay)

@@ -410,6 +410,20 @@ class MemorySystem:
                 ready = r
         return ready
 
+    def warm_l2(self, lines: Sequence[int], masks: Sequence[int], stores: Sequence[int]) -> None:
+        """Put ``lines`` into the L2 as accesses that take no time and count nothing (functional warming, see
+        ``timing.sampling``): each line, in order, becomes the most recently used of its set with the sectors of
+        its mask -- a load's widened to whole ``fetch_bytes`` pieces, a store's (``stores`` non-zero) marked
+        dirty; a set over capacity drops its least recently used line without writing it back."""
+        sets, cap, expand, nsl = self.l2_sets, self.l2_capacity, self.fetch_expand, self.n_slices
+        for line, m, st in zip(lines, masks, stores):
+            s = _hash(line) % nsl
+            sset = sets[s]
+            v = sset.pop(line, 0)
+            sset[line] = v | ((m | m << 4) if st else expand[m])
+            if len(sset) > cap:
+                _evict_first(sets, self.l2_evictions, s)
+
     def shared(self, sm: int, t: float, wavefronts: int, latency: int) -> float:
         """Shared-memory access of ``wavefronts`` wavefronts on the SM's data stage; return data-ready time."""
         free = self.l1_free[sm]

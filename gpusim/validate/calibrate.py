@@ -38,7 +38,7 @@ def _sim_chase(gpu: GPUConfig, level: str, footprint: int, stride: int, hops: in
     from .suite import KERNELS_DIR, load_kernel_module
     mod = load_kernel_module(KERNELS_DIR / "pointer_chase.py")
     launch = mod.launch(level=level, hops=hops, footprint=footprint, stride=stride)
-    return sum(r.cycles for r in simulate_launch(launch, gpu))
+    return sum(r.cycles for r in simulate_launch(launch, gpu, exact=True))
 
 
 def sim_per_hop(gpu: GPUConfig, level: str) -> float:

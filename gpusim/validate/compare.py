@@ -48,10 +48,12 @@ def _report_row(r) -> dict[str, float]:
     return row
 
 
-def predict(case: Case | str, gpu: Any = "h100", compiler: str | None = None) -> dict[str, float]:
+def predict(case: Case | str, gpu: Any = "h100", compiler: str | None = None, exact: bool = True) -> dict[str, float]:
     """Simulate one suite case; metrics combined over its kernels like the records'.  ``compiler``: registers and
     shared memory from ``gpusim.compilers``' mode; None: ``$GPUSIM_COMPILER`` when set, else the built-in estimate
-    (the published validation numbers and the calibrations were made with it)."""
+    (the published validation numbers and the calibrations were made with it).  ``exact``: every CTA replayed
+    (the default: validation measures the model, not its sampling; False: the default sampled replay of
+    ``gpusim.simulate``)."""
     import os
     from ..api import simulate_launch
     from ..config import load_gpu
@@ -61,7 +63,7 @@ def predict(case: Case | str, gpu: Any = "h100", compiler: str | None = None) ->
     t0 = time.perf_counter()
     launch = load_case(case)
     reports = simulate_launch(launch, cfg, compiler=compiler or os.environ.get("GPUSIM_COMPILER", "").strip()
-                              or "builtin")
+                              or "builtin", exact=exact)
     out = combine_reports(reports)
     out["wall_s"] = time.perf_counter() - t0
     return out
