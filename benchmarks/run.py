@@ -58,7 +58,9 @@ def run_one(name: str) -> dict:
     t0 = time.perf_counter()
     launch = mod.launch(**params)
     t1 = time.perf_counter()
-    reports = simulate_launch(launch, "h100")
+    # GPUSIM_BENCH_EXACT=1: every CTA replayed (the engine's own speed, comparable with commits before sampling)
+    exact = os.environ.get("GPUSIM_BENCH_EXACT", "") not in ("", "0")
+    reports = simulate_launch(launch, "h100", exact=True) if exact else simulate_launch(launch, "h100")
     t2 = time.perf_counter()
     inst = sum(r["inst_executed"] for r in reports)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
