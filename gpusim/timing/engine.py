@@ -400,21 +400,7 @@ class Engine:
 
     def _active_cycles(self) -> float:
         """Cycles during which each SM held at least one warp, summed over SMs (the union of its CTAs' spans)."""
-        per_sm: dict[int, list[tuple[float, float]]] = {}
-        for _cta, sm, t0, t1 in self.cta_spans:
-            per_sm.setdefault(sm, []).append((t0, t1))
-        total = 0.0
-        for spans in per_sm.values():
-            spans.sort()
-            cur0, cur1 = spans[0]
-            for a, b in spans[1:]:
-                if a > cur1:
-                    total += cur1 - cur0
-                    cur0, cur1 = a, b
-                elif b > cur1:
-                    cur1 = b
-            total += cur1 - cur0
-        return total
+        return active_cycles(self.cta_spans)
 
     # ---- run -----------------------------------------------------------------------------------------
     def _drain(self) -> None:
@@ -482,6 +468,30 @@ class Engine:
             sm_warp_cycles=sum(w[5] - w[4] for w in self.warp_info.values()),
             cta_spans=self.cta_spans, timeline=self.timeline, warps=self.warp_info,
             bandwidth_events=self.bw_events, launch_overhead_cycles=t0, notes=list(self.notes))
+
+
+def union_length(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of ``intervals`` ((start, end) pairs; sorted here)."""
+    intervals.sort()
+    total = 0.0
+    cur0, cur1 = intervals[0]
+    for a, b in intervals[1:]:
+        if a > cur1:
+            total += cur1 - cur0
+            cur0, cur1 = a, b
+        elif b > cur1:
+            cur1 = b
+    return total + (cur1 - cur0)
+
+
+def active_cycles(spans: list[tuple[int, int, float, float]], lo: float = -INF, hi: float = INF) -> float:
+    """Cycles in [lo, hi) during which each SM held a CTA, summed over SMs; ``spans``: (cta, sm, start, end)."""
+    per_sm: dict[int, list[tuple[float, float]]] = {}
+    for _cta, sm, t0, t1 in spans:
+        a, b = max(t0, lo), min(t1, hi)
+        if b > a:
+            per_sm.setdefault(sm, []).append((a, b))
+    return sum(union_length(iv) for iv in per_sm.values())
 
 
 def run(trace: KernelTrace, gpu: GPUConfig | str = "h100", progress=None, **kw) -> EngineResult:

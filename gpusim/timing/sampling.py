@@ -49,7 +49,7 @@ import numpy as np
 
 from ..config import GPUConfig, load_gpu
 from ..trace import KernelTrace, OpKind, Space, _POPCOUNT4
-from .engine import Engine, EngineResult
+from .engine import Engine, EngineResult, active_cycles, union_length
 from .occupancy import occupancy
 
 #: the reason of an exact replay the caller asked for (``exact=True``, ``--exact``)
@@ -171,17 +171,7 @@ def footprint_bound_bytes(trace: KernelTrace) -> int:
             ranges.append((int(m.line.min()), int(m.line.max()) + 1))
     if not ranges:
         return 0
-    ranges.sort()
-    total = 0
-    cur0, cur1 = ranges[0]
-    for a, b in ranges[1:]:
-        if a > cur1:
-            total += cur1 - cur0
-            cur0, cur1 = a, b
-        elif b > cur1:
-            cur1 = b
-    total += cur1 - cur0
-    return total * 128
+    return int(union_length(ranges)) * 128
 
 
 def _spread(x: np.ndarray) -> float:
@@ -346,7 +336,7 @@ class SampledEngine(Engine):
             mem[key] = int(round(mem[key] + f * (win[-1]["mem"][key] - win[0]["mem"][key])))
         stall = {r: v + f * (win[-1]["stall"][i] - win[0]["stall"][i])
                  for i, (r, v) in enumerate(res.stall_cycles.items())}
-        active = res.sm_active_cycles + f * _active_between(res.cta_spans, t_lo, t_hi)
+        active = res.sm_active_cycles + f * active_cycles(res.cta_spans, t_lo, t_hi)
         warp_cycles = res.sm_warp_cycles + f * _warp_cycles_between(res.warps, t_lo, t_hi)
         inst_skipped = int(self.plan.cta_inst[self.tail_first - self.ctas_skipped:self.tail_first].sum())
         replayed = (self.n_ctas - self.ctas_skipped) / self.W
@@ -393,27 +383,6 @@ def _accesses(trace: KernelTrace, lo: int, hi: int) -> tuple[np.ndarray, np.ndar
     last = np.maximum.reduceat(order, starts)
     o2 = np.argsort(last)
     return sl[starts][o2], m_or[o2], s_or[o2]
-
-
-def _active_between(spans: list[tuple[int, int, float, float]], lo: float, hi: float) -> float:
-    """Cycles in [lo, hi) during which each SM held a CTA, summed over SMs."""
-    per_sm: dict[int, list[tuple[float, float]]] = {}
-    for _cta, sm, t0, t1 in spans:
-        a, b = max(t0, lo), min(t1, hi)
-        if b > a:
-            per_sm.setdefault(sm, []).append((a, b))
-    total = 0.0
-    for iv in per_sm.values():
-        iv.sort()
-        cur0, cur1 = iv[0]
-        for a, b in iv[1:]:
-            if a > cur1:
-                total += cur1 - cur0
-                cur0, cur1 = a, b
-            elif b > cur1:
-                cur1 = b
-        total += cur1 - cur0
-    return total
 
 
 def _warp_cycles_between(warps: dict[int, list], lo: float, hi: float) -> float:
