@@ -49,6 +49,7 @@ import numpy as np
 
 from ..config import GPUConfig, load_gpu
 from ..trace import KernelTrace, OpKind, Space, _POPCOUNT4
+from . import loops
 from .engine import Engine, EngineResult, active_cycles, union_length
 from .occupancy import occupancy
 
@@ -406,6 +407,10 @@ def run_sampled(trace: KernelTrace, gpu: GPUConfig | str = "h100", *, sampling: 
                             ctas_per_wave=eng.occ.ctas_per_sm * gpu.chip.sm_count)
     else:
         p = plan(trace, gpu, record_timeline=record_timeline)
+        if not record_timeline:
+            res = _loop_sampled(trace, gpu, p, policy, progress)
+            if res is not None:
+                return res
         if p.sampled:
             eng = SampledEngine(trace, gpu, p, record_timeline=record_timeline, policy=policy)
             res = eng.run(progress=progress)
@@ -415,4 +420,37 @@ def run_sampled(trace: KernelTrace, gpu: GPUConfig | str = "h100", *, sampling: 
             info = SamplingInfo("exact", p.reason, waves_total=p.waves, waves_replayed=p.waves,
                                 ctas_per_wave=p.ctas_per_wave)
     res.sampling = info.to_dict()
+    return res
+
+
+#: waves a sampled replay typically replays (to steady state, then the tail): the share of the grid it costs
+_WAVES_REPLAYED = 8
+
+
+def _loop_sampled(trace: KernelTrace, gpu: GPUConfig, p: SamplingPlan, policy, progress) -> EngineResult | None:
+    """Loop sampling (``loops``) on top of the wave plan, where it applies and pays; None otherwise."""
+    share = min(1.0, _WAVES_REPLAYED / p.waves) if p.sampled and p.waves else 1.0
+    if loops.replay_work(trace, share) < loops.LOOP_MIN_WORK:
+        return None                                  # cheap already: do not even look for the loop
+    found = loops.find_loops(trace)
+    if not loops.worth_sampling(trace, found, share):
+        return None
+    R = found[0].repeats
+    runs = []
+    for j in (loops.J1, loops.J2):
+        runs.append(run_sampled(loops.truncate(trace, found, j), gpu, policy=policy,
+                                progress=progress if j == loops.J2 else None))
+    res = loops.combine(runs[0], runs[1], loops.J1, loops.J2, R)
+    inner = runs[1].sampling
+    lp = found[0]
+    line = (f"loop sampled: {R} repeats of a {lp.period}-op loop body replayed at {loops.J1} and {loops.J2}, the "
+            f"rest extrapolated per repeat; each replay {inner.get('line', 'exact')}")
+    cap = gpu.l2.size_bytes * gpu.l2.capacity_fraction
+    if footprint_bound_bytes(trace) > cap >= footprint_bound_bytes(loops.truncate(trace, found, loops.J2)):
+        res.notes.append("loop sampled: the truncated replays' operands fit in the L2 but the whole loop's do not, so "
+                         "the DRAM bytes (and L2 hit rate) extrapolated from them miss the loop's capacity misses; "
+                         "`--exact` replays the whole loop")
+    res.sampling = {**inner, "mode": "sampled", "reason": "", "loop": {"repeats": R, "period": lp.period,
+                                                                       "start": lp.start, "j": [loops.J1, loops.J2]},
+                    "line": line}
     return res
