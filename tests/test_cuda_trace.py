@@ -358,3 +358,27 @@ def test_memory_summary_cache_is_exact(monkeypatch):
             assert (fx is None) == (fy is None)
             if fx is not None:
                 np.testing.assert_array_equal(fx, fy)
+
+
+@pytest.mark.parametrize("bpl,off", [(1, 0), (1, 3), (2, 62), (4, 0), (4, 4), (4, 96), (8, 0), (8, 120), (16, 64)])
+def test_contiguous_fast_path_equals_the_general_coalescer(bpl, off):
+    """A unit-stride warp access (closed form in ``coalesce_rows``) gives the lines, sector masks and bytes the
+    general coalescer gives; a gap in one warp, an inactive lane, or mixed alignments take the general path."""
+    from gpusim.cuda.memory import _contiguous_rows, coalesce_rows
+    from gpusim.trace import coalesce_global
+    rng = np.random.default_rng(bpl * 1000 + off)
+    a0 = rng.integers(0, 10_000, 300) * 128 + off
+    a = a0[:, None] + np.arange(32)[None, :] * bpl
+    fast, ref = _contiguous_rows(a, bpl, 0), coalesce_global(a, bpl)
+    assert fast is not None
+    for f in ("ptr", "line", "smask"):
+        assert np.array_equal(getattr(fast, f), getattr(ref, f)), f
+    assert fast.bytes_requested == ref.bytes_requested == 300 * 32 * bpl
+    gap, off_lane, mixed = a.copy(), a.copy(), a.copy()
+    gap[7, 5:] += 128
+    off_lane[3, 9] = -1
+    mixed[11] += 32
+    for x in (gap, off_lane, mixed):
+        assert _contiguous_rows(x, bpl, 0) is None
+        m, r = coalesce_rows(x, bpl), coalesce_global(x, bpl)
+        assert np.array_equal(m.line, r.line) and np.array_equal(m.smask, r.smask)
