@@ -169,6 +169,9 @@ class DRAMSpec:
     row_miss_ns: float = P("ns", 0, 10_000)              # precharge + activate (tRP + tRCD)
     interleave_bytes: int = P("bytes", 128, 1 << 20, multiple_of=128,
                               why="whole 128 B L2 lines")  # address interleave granularity across channels
+    # the controller buffers writes (L2 write-backs) and drains them in row order, apart from the reads: a write
+    # opens rows of its own (a row miss only against the bank's last write row) and never closes a read's row
+    write_drain: bool = P("flag", default=False)
 
 
 @dataclass(frozen=True)

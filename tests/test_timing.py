@@ -219,3 +219,34 @@ def test_a_hit_on_a_fill_in_flight_waits_for_the_fill():
     assert other >= first
     later = mem.load(0, first + 100, [line], [0b1111], True, sl)
     assert later - (first + 100) <= H100.l1.hit_latency_cycles + 2
+
+
+@pytest.mark.parametrize("drain", [False, True])
+def test_write_drain_keeps_reads_row_open(drain):
+    """dram.write_drain: a write-back to another row of a bank does not close the row a read stream has open (the
+    controller buffers writes and drains them apart); without it, every switch between the read row and the write
+    row costs a row miss."""
+    import dataclasses
+
+    from gpusim.timing.engine import Engine
+    gpu = dataclasses.replace(H100, dram=dataclasses.replace(H100.dram, write_drain=drain))
+    mem = Engine(alu_trace(1), gpu).mem
+    from gpusim.timing.memory import _hash
+
+    def where(line):                                          # (channel, bank, row) as _dram maps a line
+        block = line // mem.lines_per_block
+        local = block // mem.n_channels
+        return (_hash(block) % mem.n_channels, (local // mem.blocks_per_row) % mem.n_banks,
+                local // (mem.blocks_per_row * mem.n_banks))
+
+    read_line = 0
+    ch, bank, row = where(read_line)
+    write_line = next(x for x in range(1, 10**8, mem.lines_per_block)
+                      if where(x)[:2] == (ch, bank) and where(x)[2] != row)   # same bank, another row
+    t = 0.0
+    for _ in range(10):                                       # alternate: read, write-back, read, ...
+        mem._dram(t, read_line, 0b1111, False)
+        mem._dram(t, write_line, 0b1111, True)
+        t += 1000.0
+    misses = mem.stats.dram_row_misses
+    assert misses == (2 if drain else 20)

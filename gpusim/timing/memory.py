@@ -115,6 +115,9 @@ class MemorySystem:
         self.chan_free = [0.0] * dram.channels
         self.bank_free = [0.0] * (dram.channels * dram.banks_per_channel)
         self.open_row = [-1] * (dram.channels * dram.banks_per_channel)
+        # write drain (dram.write_drain): the row each bank's buffered writes last opened
+        self.write_drain = dram.write_drain
+        self.open_row_w = [-1] * (dram.channels * dram.banks_per_channel)
         bytes_per_cycle = gpu.dram_bytes_per_cycle() / dram.channels
         self.dram_sector_cycles = l2.sector_bytes / bytes_per_cycle
         self.row_miss_cycles = dram.row_miss_ns * gpu.chip.sm_clock_mhz / 1000.0
@@ -150,8 +153,9 @@ class MemorySystem:
         ready = self.bank_free[bank]
         if ready < t:
             ready = t
-        if self.open_row[bank] != row:
-            self.open_row[bank] = row
+        rows = self.open_row_w if write and self.write_drain else self.open_row
+        if rows[bank] != row:
+            rows[bank] = row
             ready += self.row_miss_cycles
             st.dram_row_misses += 1
         cf = self.chan_free[ch]
