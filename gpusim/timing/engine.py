@@ -96,7 +96,8 @@ class Engine:
         self.n_ctas = trace.n_ctas
         self.all_dispatched = False
         rate = gpu.chip.cta_dispatch_per_cycle
-        self.dispatch_interval = 1.0 / rate if rate > 0 else 0.0     # cycles between two CTA starts (chip-wide)
+        # cycles between two CTA starts (chip-wide); a vanishing rate is held to a finite (absurd) interval
+        self.dispatch_interval = min(1.0 / rate, 1e12) if rate > 0 else 0.0
         self.dispatch_free = 0.0
         self.ctas_done = 0
         self.t_last_cta = 0.0
