@@ -109,6 +109,7 @@ def cpu_child(args) -> int:
         patched["numba_cudasim"] = cpumodes.patch_numba_cudasim()
     if os.environ.get("TRITON_INTERPRET") == "1":
         patched["triton_interpreter"] = cpumodes.patch_triton_interpreter()
+        patched["triton_interpreter_libdevice"] = bool(cpumodes.patch_triton_interpreter_libdevice())
     results: dict[str, dict] = {}
     out = Path(args.out)
 

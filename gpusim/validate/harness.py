@@ -4,7 +4,10 @@ What every collection mode shares: the JSON record (``Record``), the host's envi
 ``nvidia-smi``, SM clock), a case's launch placed on the device (``PreparedCase``: numba device arrays for
 numba-cuda kernels, torch tensors for Triton kernels, one device buffer per numpy array shared between
 steps), the output check against the numpy reference (``compare``) and per-kernel device times (CUDA events
-or torch's profiler).  ``collect.py`` (the modes and the CLI) and ``microbench.py`` both build on it.
+or torch's profiler).  A case whose kernel reaches arrays through a table of their addresses names them in its
+launch dict's ``buffers``: the table (host addresses, ``ndarray.ctypes.data``) is rewritten to the device buffers'
+addresses and outputs may be such names; Triton cases get a torch scratch allocator (``triton.set_allocator``)
+for device-side tensor descriptors.  ``collect.py`` (the modes and the CLI) and ``microbench.py`` both build on it.
 
 Imports numpy, the standard library and the suite at import time, and torch / Triton / numba-cuda only
 when a function needs them: never simpy, plotly or the simulator.
@@ -169,18 +172,25 @@ def kernel_name(kernel) -> str:
 
 
 def normalize(spec: dict, where: str):
-    """(steps, outputs as (step, arg) pairs, reference) from a launch dict, per kernels/README.md."""
+    """(steps, outputs, reference) from a launch dict, per kernels/README.md.  An output is a (step, arg) pair, or
+    the name of an array in the launch dict's ``buffers`` (one a kernel reaches only through a pointer table)."""
     if "steps" in spec:
         steps = spec["steps"]
-        outputs = [tuple(o) for o in spec["outputs"]]
+        outputs = [o if isinstance(o, str) else tuple(o) for o in spec["outputs"]]
     else:
         steps = [{k: spec[k] for k in ("kernel", "grid", "block", "shared_bytes", "args", "meta") if k in spec}]
-        outputs = [(0, int(o)) for o in spec["outputs"]]
+        outputs = [o if isinstance(o, str) else (0, int(o)) for o in spec["outputs"]]
     for i, st in enumerate(steps):
         missing = [k for k in ("kernel", "grid", "args") if k not in st]
         if missing:
             raise ValueError(f"{where}: step {i} lacks {missing}")
-    for s, a in outputs:
+    buffers = spec.get("buffers") or {}
+    for o in outputs:
+        if isinstance(o, str):
+            if o not in buffers:
+                raise ValueError(f"{where}: output {o!r} is not a name in the launch dict's 'buffers'")
+            continue
+        s, a = o
         if not (0 <= s < len(steps) and 0 <= a < len(steps[s]["args"])):
             raise ValueError(f"{where}: output {(s, a)} names no argument")
     return steps, outputs, spec["reference"]
@@ -216,6 +226,45 @@ class Placer:
         if self.frontend == "numba":
             return buf.copy_to_host()
         return buf.detach().cpu().numpy()
+
+    def _device_address(self, buf) -> int:
+        if self.frontend == "numba":
+            return int(buf.device_ctypes_pointer.value)
+        return int(buf.data_ptr())
+
+    def place_pointer_tables(self, steps: list[dict], buffers: dict) -> list[int]:
+        """Pointer tables (tutorial 08's grouped GEMM): a 1-D int64 argument whose every entry is a host address
+        inside one of the launch's arrays (``ndarray.ctypes.data`` of a ``buffers`` array or of an argument) is
+        put on the device with each entry replaced by the same place in that array's device buffer.  The arrays
+        are placed first.  Returns the positions (step, arg) of the tables found."""
+        targets = [a for a in buffers.values() if isinstance(a, np.ndarray)]
+        targets += [a for st in steps for a in st["args"] if isinstance(a, np.ndarray)]
+        spans = []
+        for t in targets:
+            if t.flags.c_contiguous and t.nbytes:
+                spans.append((t.ctypes.data, t.nbytes, t))
+        found = []
+        for i, st in enumerate(steps):
+            for j, a in enumerate(st["args"]):
+                if not (isinstance(a, np.ndarray) and a.ndim == 1 and a.size and a.dtype in (np.int64, np.uint64)):
+                    continue
+                hits = []
+                for v in a.tolist():
+                    hit = next(((t, v - lo) for lo, n, t in spans if t is not a and lo <= v < lo + n), None)
+                    if hit is None:
+                        break
+                    hits.append(hit)
+                if len(hits) != a.size:
+                    continue                      # an ordinary int64 array
+                if id(a) not in self._dev:
+                    dev = np.array([self._device_address(self.arg(t)) + off for t, off in hits], a.dtype)
+                    self._keep.append(a)
+                    self._dev[id(a)] = self._to_device(dev)
+                found.append((i, j))
+        for t in buffers.values():              # arrays reached only through a table: on the device too
+            if isinstance(t, np.ndarray):
+                self.arg(t)
+        return found
 
     def buffers(self):
         return list(self._dev.values())
@@ -301,6 +350,10 @@ class PreparedCase:
             raise ValueError(f"{where}: mixes front ends {sorted(fronts)} across steps; not supported")
         self.frontend = fronts.pop()
         self.placer = Placer(self.frontend, device)
+        self.buffers = dict(spec.get("buffers") or {})
+        self.pointer_tables = self.placer.place_pointer_tables(self.steps, self.buffers) if self.buffers else []
+        if self.frontend == "triton":
+            _set_triton_allocator(device)
         self.kernels: list[dict] = []
         self._compiled: list = [None] * len(self.steps)
         self._overloads: list = [None] * len(self.steps)
@@ -392,15 +445,16 @@ class PreparedCase:
     def check(self) -> dict:
         """Compare every output buffer with the numpy reference."""
         expected = self.reference()
-        expected = {(k if isinstance(k, tuple) else (0, int(k))): v for k, v in expected.items()}
+        expected = {(k if isinstance(k, (tuple, str)) else (0, int(k))): v for k, v in expected.items()}
         rtol, atol = float(self.spec.get("rtol", 0.0)), float(self.spec.get("atol", 0.0))
         results, passed = [], True
         for key in self.outputs:
             if key not in expected:
                 raise KeyError(f"{self.where}: reference() gives no value for output {key}")
-            actual = self.placer.fetch(self.steps[key[0]]["args"][key[1]])
+            arr = self.buffers[key] if isinstance(key, str) else self.steps[key[0]]["args"][key[1]]
+            actual = self.placer.fetch(arr)
             r = compare(actual, expected[key], rtol, atol)
-            r["output"] = list(key)
+            r["output"] = key if isinstance(key, str) else list(key)
             passed &= r["passed"]
             results.append(r)
         return {"passed": bool(passed), "rtol": rtol, "atol": atol, "outputs": results}
@@ -410,6 +464,21 @@ class PreparedCase:
         self.placer = None
         self._compiled = []
         self._overloads = []
+
+
+def _set_triton_allocator(device: str) -> None:
+    """Device-side tensor descriptors (``tl.make_tensor_descriptor``, tutorial 09) need global scratch memory that
+    real Triton asks the host for through ``triton.set_allocator``: hand it torch memory on the case's device.
+    Kernels without them never call it."""
+    import triton
+    if not hasattr(triton, "set_allocator"):
+        return
+
+    def alloc(size: int, alignment: int, stream):
+        import torch
+        return torch.empty(size, dtype=torch.int8, device=device)
+
+    triton.set_allocator(alloc)
 
 
 def compare(actual, expected, rtol: float, atol: float) -> dict:
@@ -522,6 +591,7 @@ def collect_device() -> str:
         from . import cpumodes
         cpumodes.patch_numba_cudasim()
         cpumodes.patch_triton_interpreter()
+        cpumodes.patch_triton_interpreter_libdevice()
     return device
 
 
