@@ -33,6 +33,16 @@ SMALL = {
     "tl_attention_naive": [{"H": 1, "N_CTX": 128, "HEAD_DIM": 64, "BM": 64, "BN": 64, "BK": 32}],
     "tl_relu": [{"n": 5000}, {"n": 3000, "dtype": "float16"}],
     "tl_sigmoid3": [{"n": 5000, "mode": "store"}, {"n": 3000, "mode": "recompute"}],
+    "tl_tut_dropout": [{"n": 5000}, {"n": 3000, "p": 0.25, "seed": 2 ** 33 + 5}],
+    "tl_tut_layernorm": [{"M": 40, "N": 300, "BLOCK_SIZE": 128, "GROUP_SIZE_M": 8},
+                         {"M": 17, "N": 64, "BLOCK_SIZE": 32, "dtype": "float32", "GROUP_SIZE_M": 4}],
+    "tl_tut_libdevice": [{"n": 5000}],
+    "tl_tut_grouped_gemm": [{"shapes": [[64, 64, 64], [96, 40, 72], [17, 136, 24]], "NUM_SM": 4, "BM": 32,
+                             "BN": 32, "BK": 32}],
+    "tl_tut_persistent_matmul": [{"M": 72, "N": 80, "K": 72, "NUM_SMS": 3, "BM": 32, "BN": 32, "BK": 32,
+                                  "GROUP_M": 2},
+                                 {"M": 72, "N": 80, "K": 72, "NUM_SMS": 3, "BM": 32, "BN": 32, "BK": 32,
+                                  "GROUP_M": 2, "descriptor": True}],
 }
 
 
@@ -86,7 +96,10 @@ def _run_gpusim(stem: str, kw: dict):
         traces.append(tr)
     outs = {}
     for k in L["outputs"]:
-        arr = steps[k[0]]["args"][k[1]] if isinstance(k, (list, tuple)) else steps[-1]["args"][k]
+        if isinstance(k, str):                      # an array reached through a pointer table: named in buffers
+            arr = L["buffers"][k]
+        else:
+            arr = steps[k[0]]["args"][k[1]] if isinstance(k, (list, tuple)) else steps[-1]["args"][k]
         outs[json.dumps(list(k) if isinstance(k, tuple) else k)] = np.asarray(arr).copy()
     return L, outs, traces
 

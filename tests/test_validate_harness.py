@@ -152,3 +152,51 @@ def test_timing_mode_plumbing_on_the_cpu_modes(tmp_path):
                         "--skip-done", str(out), "--out", str(again)], cwd=repo, env=env, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0 and json.loads(again.read_text())["cases"] == {}
+
+
+_TABLES_CHILD = r'''
+import json, sys
+import numpy as np
+from gpusim.validate import suite
+from gpusim.validate.harness import PreparedCase, collect_device
+collect_device()                                     # GPUSIM_COLLECT_DEVICE=cpu: the interpreter's patches
+out = {}
+for name in sys.argv[1:]:
+    case = suite.case_by_name(name)
+    spec = suite.load_case(case, suite.cpu_params(case))
+    prep = PreparedCase(spec, "cpu", name)
+    prep.run()
+    prep.run()                                       # twice, as a timing loop does: the result must not change
+    res = {"check": prep.check(), "tables": prep.pointer_tables}
+    bufs = spec.get("buffers") or {}
+    # the kernel wrote the device copies (the tables were rewritten to their addresses), not the host arrays
+    res["host_untouched"] = all(not bufs[k].any() for k in spec["outputs"] if isinstance(k, str))
+    out[name] = res
+print(json.dumps(out, default=str))
+'''
+
+
+@pytest.mark.contract
+def test_pointer_tables_spin_locks_and_descriptors_on_the_cpu_harness(tmp_path):
+    """The harness's PreparedCase on Triton's interpreter: a pointer table of host addresses is rewritten to the
+    device buffers' addresses (outputs named in ``buffers`` fetched from the device), the spin-locked layer-norm
+    backward gives the same result when run twice, and device-side tensor descriptors get a scratch allocator."""
+    for mod in ("triton", "torch"):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"needs {mod}")
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, GPUSIM_COLLECT_DEVICE="cpu", TRITON_INTERPRET="1")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    child = tmp_path / "child.py"
+    child.write_text(_TABLES_CHILD)
+    names = ["tut_grouped_gemm_mixed", "tut_layernorm_M1823_N781", "tut_persistent_mm_desc_2064", "tut_asin_n65536"]
+    r = subprocess.run([sys.executable, str(child), *names], cwd=repo, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    for name in names:
+        assert res[name]["check"]["passed"], (name, res[name]["check"])
+    gg = res["tut_grouped_gemm_mixed"]
+    assert gg["tables"] == [[0, 0], [0, 1], [0, 2]] and gg["host_untouched"]
+    assert [o["output"] for o in gg["check"]["outputs"]] == ["c0", "c1", "c2"]
+    assert res["tut_layernorm_M1823_N781"]["tables"] == []

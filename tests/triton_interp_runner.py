@@ -5,7 +5,7 @@
 CASES.json: a list of [name, kernel file, launch() keyword arguments].  For each case OUT_DIR/<name>.npz holds
 the launch's outputs (keys: json of the output index) and the interpreter's wall time ("__seconds__").
 Numpy arguments become CPU torch tensors sharing their memory (one tensor per distinct array, so steps that
-share a buffer share it here too).
+share a buffer share it here too, and a pointer table of the arrays' host addresses stays valid).
 """
 import importlib.util
 import json
@@ -36,6 +36,18 @@ def _numpy2_index_shim():
 _numpy2_index_shim()
 
 
+def _interpreter_gaps():
+    """The interpreter has no libdevice (its stubs return None): numpy bodies for them (gpusim.validate.cpumodes);
+    device-side tensor descriptors ask for global scratch memory: CPU torch memory."""
+    from gpusim.validate.cpumodes import patch_triton_interpreter_libdevice
+    patch_triton_interpreter_libdevice()
+    import triton
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8))
+
+
+_interpreter_gaps()
+
+
 def run_case(path, kwargs):
     spec = importlib.util.spec_from_file_location("kfile_" + os.path.basename(path)[:-3], path)
     m = importlib.util.module_from_spec(spec)
@@ -60,7 +72,10 @@ def run_case(path, kwargs):
     dt = time.perf_counter() - t0
     res = {"__seconds__": np.array(dt)}
     for k in L["outputs"]:
-        arr = steps[k[0]]["args"][k[1]] if isinstance(k, (list, tuple)) else steps[-1]["args"][k]
+        if isinstance(k, str):                      # an array reached through a pointer table: named in buffers
+            arr = L["buffers"][k]
+        else:
+            arr = steps[k[0]]["args"][k[1]] if isinstance(k, (list, tuple)) else steps[-1]["args"][k]
         res[json.dumps(k)] = np.asarray(arr)
     return res
 

@@ -84,6 +84,13 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
     "kernels/reg_hold_copy.py": {"n": 3000, "blocks": 3},
     "kernels/tl_relu.py": {"n": 5000},
     "kernels/tl_sigmoid3.py": {"n": 5000},
+    "kernels/tl_tut_dropout.py": {"n": 5000},
+    "kernels/tl_tut_layernorm.py": {"M": 40, "N": 300, "BLOCK_SIZE": 128, "GROUP_SIZE_M": 8},
+    "kernels/tl_tut_libdevice.py": {"n": 5000},
+    "kernels/tl_tut_grouped_gemm.py": {"shapes": ((64, 64, 64), (96, 40, 72), (17, 136, 24)), "NUM_SM": 4,
+                                        "BM": 32, "BN": 32, "BK": 32},
+    "kernels/tl_tut_persistent_matmul.py": {"M": 72, "N": 80, "K": 72, "NUM_SMS": 3, "BM": 32, "BN": 32,
+                                             "BK": 32, "GROUP_M": 2},
 }
 
 KERNEL_FILES = sorted(CPU_PARAMS)
@@ -95,7 +102,7 @@ REGISTER_DEVIATION_TOL = 0.35
 #: the in-sample gates and calibrations; `gpusim validate report` shows their error apart
 #: (the store-only "writeback" family was held out until it calibrated the work distributor's CTA rate,
 #: chip.cta_dispatch_per_cycle: it is in-sample now, and `validate report --holdout-family` shows it without that fit)
-HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb"})
+HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "tl_tutorials"})
 
 
 def in_sample(case: "Case") -> bool:
@@ -243,8 +250,39 @@ def _build_cases() -> list[Case]:
     for p in (20, 22, 24, 26):
         add(f"fill_n{1 << p}", "fill", {"n": 1 << p}, "writeback",
             f"store-only: {4 << p >> 20} MiB written", tags=("heavy",) if p >= 26 else ())
+    _tutorial_cases(add)
     _scenario_cases(add)
     return cases
+
+
+def _tutorial_cases(add) -> None:
+    """Kernels written after Triton's tutorials 04, 05, 07, 08, 09 (``kernels/tl_tut_*.py``, group
+    ``tl_tutorials``, held out: the model was not designed or calibrated on them), three sizes each: one under a
+    wave (fewer programs than the H100's 132 SMs), one past a full wave, one not a multiple of the block or tile."""
+    for n in (1 << 16, 1 << 22, 1_000_003):
+        add(f"tut_dropout_n{n}", "tl_tut_dropout", {"n": n}, "tl_tutorials",
+            f"seeded dropout (Philox per element), {-(-n // 1024)} programs of 1024 fp32")
+    for n in (1 << 16, 1 << 22, 1_000_003):
+        add(f"tut_asin_n{n}", "tl_tut_libdevice", {"n": n}, "tl_tutorials",
+            f"libdevice.asin, {-(-n // 1024)} programs of 1024 fp32")
+    for m, n in ((64, 4096), (4096, 1024), (1823, 781)):
+        add(f"tut_layernorm_M{m}_N{n}", "tl_tut_layernorm", {"M": m, "N": n}, "tl_tutorials",
+            f"forward (3 passes over each row), backward with spin-locked dW/dB partials, their sum: {m} rows",
+            cpu={"M": 40, "N": 300 + n % 16})
+    for name, shapes in (("4x512", ((512, 512, 512),) * 4), ("4x1024", ((1024, 1024, 1024),) * 4),
+                         ("mixed", ((1000, 1000, 1000), (700, 304, 504), (300, 904, 200), (129, 1000, 776),
+                                    (520, 520, 264)))):
+        tiles = sum(-(-m // 128) * -(-n // 128) for m, n, _ in shapes)
+        add(f"tut_grouped_gemm_{name}", "tl_tut_grouped_gemm", {"shapes": shapes}, "tl_tutorials",
+            f"{len(shapes)} GEMMs through pointer tables, {tiles} tiles of 128x128 on 132 persistent programs")
+    for size in (1024, 2048, 2064):
+        for desc in (False, True):
+            tiles = (-(-size // 128)) ** 2
+            add(f"tut_persistent_mm_{'desc_' if desc else ''}{size}", "tl_tut_persistent_matmul",
+                {"M": size, "N": size, "K": size, "descriptor": desc}, "tl_tutorials",
+                f"{tiles} tiles of 128x128 on min(132, tiles) persistent programs"
+                + ("; tensor descriptors (TMA)" if desc else "; pointer loads"),
+                cpu={"descriptor": desc})
 
 
 # The matmul tutorial's 16 autotuning configs for CUDA GPUs (BM, BN, BK, GROUP_M, num_stages, num_warps):
