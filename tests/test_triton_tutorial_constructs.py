@@ -485,6 +485,29 @@ def test_tutorial08_pointer_tables_from_data_ptr():
     assert tr.n_ctas == 4
 
 
+def test_tutorial08_pointer_tables_of_host_addresses_cost_one_heap_scan(monkeypatch):
+    # tables of numpy host addresses (ndarray.ctypes.data): the arrays are found by one scan of the live objects,
+    # whose index serves the table's other entries (a scan per entry cost seconds each in a process holding many
+    # objects, as a validation worker does)
+    from gpusim.triton import _buffers
+    shapes = [(64, 64, 32), (32, 64, 64), (64, 32, 32)]
+    A = [(RNG.random((m, k), dtype=np.float32) - 0.5).astype(np.float16) for m, n, k in shapes]
+    B = [(RNG.random((k, n), dtype=np.float32) - 0.5).astype(np.float16) for m, n, k in shapes]
+    C = [np.zeros((m, n), np.float16) for m, n, k in shapes]
+    keep = {"arrays": A + B + C}                         # the launch dict's 'buffers' holds them likewise
+    scans = []
+    real_scan = _buffers._scan
+    monkeypatch.setattr(_buffers, "_scan", lambda objs, torch: scans.append(1) or real_scan(objs, torch))
+    tables = [np.array([x.ctypes.data for x in xs], np.int64) for xs in (A, B, C)]
+    sizes = np.array(shapes, np.int32).reshape(-1)
+    lds = np.array([[a.shape[1], b.shape[1], c.shape[1]] for a, b, c in zip(A, B, C)], np.int32).reshape(-1)
+    run_launch(table_gemms, (3,), [*tables, sizes, lds, len(shapes)], dict(PROGS=3, BM=32, BN=32, BK=32))
+    for a, b, c in zip(keep["arrays"][:3], keep["arrays"][3:6], keep["arrays"][6:]):
+        ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+        np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), atol=1e-2, rtol=0)
+    assert len(scans) == 1
+
+
 @triton.jit
 def bad_table_kernel(T, Out):
     p = tl.load(T + tl.program_id(0)).to(tl.pointer_type(tl.float32))

@@ -169,9 +169,28 @@ def data_ptr(x) -> int:
     return ALLOCATIONS.add(raw, host, owner) + off
 
 
+#: the host memory ranges the last scan saw, (first byte, end, weak reference to the array or tensor): a pointer
+#: table's other entries are looked up here before another scan of the heap (each costs seconds in a process that
+#: holds many objects, and a table of G arrays would otherwise cost G scans)
+_HOST_INDEX: list = []
+
+
+def _from_index(addr: int):
+    for lo, hi, ref in _HOST_INDEX:
+        if lo <= addr < hi:
+            o = ref()
+            if o is not None:
+                data_ptr(o)
+                return ALLOCATIONS.find(addr)
+    return None
+
+
 def find_host(addr: int):
     """An allocation that holds host address ``addr`` among the live numpy arrays and CPU torch tensors (a pointer
     table of ``data_ptr()`` values from tensors gpusim never saw); registered for next time."""
+    hit = _from_index(addr)
+    if hit is not None:
+        return hit
     import gc
     import sys
     import warnings
@@ -179,7 +198,9 @@ def find_host(addr: int):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         objs = gc.get_objects()
-        return _scan(objs, addr, torch)
+        _HOST_INDEX[:] = _scan(objs, torch)
+        del objs
+    return _from_index(addr)
 
 
 def _candidates(objs, depth: int = 3):
@@ -204,20 +225,19 @@ def _candidates(objs, depth: int = 3):
                 continue
 
 
-def _scan(objs, addr, torch):
+def _scan(objs, torch) -> list:
+    """The memory ranges of the live numpy arrays and CPU torch tensors reachable from ``objs``, with weak references
+    to them (an array or tensor without weak-reference support is left out)."""
+    out = []
     for o in _candidates(objs):
         try:
             if isinstance(o, np.ndarray) and o.size:
                 lo = o.__array_interface__["data"][0]
-                if lo <= addr < lo + o.nbytes:
-                    data_ptr(o)
-                    return ALLOCATIONS.find(addr)
+                out.append((lo, lo + o.nbytes, weakref.ref(o)))
             elif torch is not None and isinstance(o, torch.Tensor) and o.device.type == "cpu" and o.numel():
                 st = o.untyped_storage()
                 lo = st.data_ptr()
-                if lo <= addr < lo + st.nbytes():
-                    data_ptr(o)
-                    return ALLOCATIONS.find(addr)
-        except Exception:          # noqa: BLE001 - objects mid-construction, non-CPU tensors ...
+                out.append((lo, lo + st.nbytes(), weakref.ref(o)))
+        except Exception:          # noqa: BLE001 - objects mid-construction, non-CPU tensors, no weak references ...
             continue
-    return None
+    return out
