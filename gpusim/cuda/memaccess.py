@@ -46,8 +46,13 @@ class MemoryAccess:
         off = sc * arr.itemsize * (WARP if sp == "local" else 1)     # local memory interleaves 32 lanes
         if sp == "shared":
             key = (arr.key, akey, self.mask.sid, off % 4)
-        else:
+        elif sp == "local":
             key = (arr.key, akey, self.mask.sid, off % 128)
+        else:
+            # global: arrays of one shape and element size indexed by the same lane-varying values touch the same
+            # lines relative to their first byte (``a[i]``, ``b[i]``, ``out[i]``): one summary, shifted by whole lines
+            off += arr.base_addr
+            key = (arr.itemsize, arr.shape, akey, self.mask.sid, off % 128)
         hit = self._mem_cache.get(key) if MEM_CACHE else None
         if hit is not None:
             acc, off0 = hit
