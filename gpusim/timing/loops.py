@@ -28,6 +28,7 @@ iteration than the full loop); DEVIATIONS.md measures it. Units: ops, repeats, S
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -36,9 +37,9 @@ from ..trace import KernelTrace, OpKind, OpTable, Space
 
 #: loops of fewer repeats are replayed whole
 LOOP_MIN_REPEATS = 48
-#: the two truncated replays keep this many repeats (the pipeline is full after a few iterations)
-import os as _os
-J1, J2 = (int(x) for x in _os.environ.get("GPUSIM_LOOP_J", "8,16").split(","))
+#: the two truncated replays keep this many repeats (the pipeline is full after a few iterations); the environment
+#: variable GPUSIM_LOOP_J="8,16" sets them, for experiments (DEVIATIONS.md measures the default)
+J1, J2 = (int(x) for x in os.environ.get("GPUSIM_LOOP_J", "8,16").split(","))
 #: replays estimated below this many warp-op events (summed over the warps replayed) are not worth sampling
 LOOP_MIN_WORK = 30_000_000
 #: the loop must cover at least this share of a table's ops
