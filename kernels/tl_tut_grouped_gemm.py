@@ -10,6 +10,12 @@ BLOCK_M x BLOCK_N output tiles of all groups are numbered one after another, gro
 to NUM_SM persistent programs (one per SM on an H100): program p computes tiles p, p + NUM_SM, p + 2 NUM_SM, ...
 of the whole list, so small groups share the machine instead of each taking a launch.
 
+The deal is written as the tutorial writes it (a ``while`` over the program's next tile, per group).  An earlier
+version computed each group's first tile in a ``for`` loop, ``(pid + NUM_SM - dealt % NUM_SM) % NUM_SM`` with
+``dealt`` carried by the group loop: Triton 3.6 miscompiles that (between TTIR and TTGIR ``dealt % NUM_SM`` is
+folded to 0), so on the GPU programs 0..15 computed every group's tiles and the rest idled; the outputs were still
+right, the time 3-4x longer (DEVIATIONS.md).
+
 A pointer or a size loaded from memory tells the compiler nothing about its alignment: without hints the tile
 loads stay 2 bytes wide (on an H100 the kernel without its hints ran 4 to 7 times slower).  The host
 allocates each matrix on its own (256-byte aligned) and keeps every n, k and pitch a multiple of 8 elements; the
@@ -34,8 +40,8 @@ except ImportError:                    # ... otherwise gpusim's Triton-compatibl
 def grouped_gemm_kernel(a_ptrs, b_ptrs, c_ptrs, shapes, pitches, n_groups,
                         NUM_SM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                         BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    dealt = 0                                        # tiles of the groups before this one
+    tile = tl.program_id(0)                          # this program's next tile in the whole list
+    first = 0                                        # the group's first tile in the whole list
     for g in range(n_groups):
         # values loaded from memory tell the compiler nothing: the host's promises (16-byte aligned bases, n, k and
         # the pitches multiples of 8 elements) as hints, so that tile accesses and their masks are 16 bytes wide
@@ -50,9 +56,9 @@ def grouped_gemm_kernel(a_ptrs, b_ptrs, c_ptrs, shapes, pitches, n_groups,
         c = tl.multiple_of(tl.load(c_ptrs + g).to(tl.pointer_type(tl.float16)), 16)
         cols_of_tiles = tl.cdiv(n, BLOCK_N)
         n_tiles = tl.cdiv(m, BLOCK_M) * cols_of_tiles
-        # the global deal continues at `dealt`: this program's first tile of the group
-        mine = (pid + NUM_SM - dealt % NUM_SM) % NUM_SM
-        for t in range(mine, n_tiles, NUM_SM):
+        # this program's tiles of the group: tile, tile + NUM_SM, ... while they fall in the group
+        while tile >= first and tile < first + n_tiles:
+            t = tile - first
             rows = (t // cols_of_tiles) * BLOCK_M + tl.arange(0, BLOCK_M)
             cols = (t % cols_of_tiles) * BLOCK_N + tl.arange(0, BLOCK_N)
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -65,7 +71,8 @@ def grouped_gemm_kernel(a_ptrs, b_ptrs, c_ptrs, shapes, pitches, n_groups,
                 acc = tl.dot(a_tile, b_tile, acc)
             tl.store(c + rows[:, None] * ldc + cols[None, :], acc.to(tl.float16),
                      mask=(rows[:, None] < m) & (cols[None, :] < n))
-        dealt += n_tiles
+            tile += NUM_SM
+        first = first + n_tiles
 
 
 def launch(shapes: tuple = ((512, 512, 512), (256, 768, 384), (640, 256, 512), (128, 128, 1024)),
