@@ -108,10 +108,14 @@ class SMSpec:
     # lanes per clock per SM for each pipe (a warp instruction takes warp_size/(lanes/subpartitions) clocks)
     pipe_lanes_per_clk: dict[str, int] = P("lanes/clock", 1, 4096, keys=PIPES, required=PIPES,
                                            default_factory=dict)
+    # integer multiply-adds (IMAD*, issued to the FP32 pipe's FMA-heavy half) per clock per SM; 0: the fp32 rate
+    imad_lanes_per_clk: int = P("lanes/clock", 0, 4096, default=0)
     # dependent-issue latency (cycles) of each pipe
     pipe_latency_cycles: dict[str, int] = P("cycles", 1, 10_000, keys=PIPES, required=PIPES, default_factory=dict)
     shared_latency_cycles: int = P("cycles", 1, 10_000, default=23)
     barrier_latency_cycles: int = P("cycles", 0, 10_000, default=20)
+    # a GPU- or system-scope memory fence (MEMBAR.*.GPU / .SYS): the warp waits this long before its next instruction
+    membar_gpu_cycles: int = P("cycles", 0, 100_000, default=500)
     branch_divergence_cycles: int = P("cycles", 0, 10_000, default=0)
     alu_ilp: float = P("instructions", 0.01, 64, default=2.0)  # independent instructions a warp has in flight:
                                    # a warp issues one ALU instruction per max(pipe interval, latency / alu_ilp) cycles
@@ -147,6 +151,9 @@ class L2Spec:
     bytes_per_clk_per_slice: float = P("bytes/clock", 0.1, 4096)
     write_back: bool = P("flag")
     atomic_latency_cycles: int = P("cycles", 1, 100_000)
+    # cycles an atomic request (one warp's atomic on one line) holds its L2 slice beyond moving its sectors: the
+    # read-modify-write in the slice's pipeline, which the slice's other requests wait behind
+    atomic_request_cycles: float = P("cycles", 0, 10_000, default=0.0)
     capacity_fraction: float = P("fraction", 0.01, 1.0, default=1.0)  # share of size_bytes that holds distinct
                                     # lines (H100: far-partition accesses keep a second copy near the SM, so less)
 

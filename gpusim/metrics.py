@@ -17,7 +17,7 @@ import numpy as np
 from .config import GPUConfig
 from .timing.engine import EngineResult
 from .timing.sampling import ASKED, MIN_WAVES
-from .trace import KernelTrace, OpKind, Space, _POPCOUNT4
+from .trace import WARP, KernelTrace, OpKind, Space, _POPCOUNT4
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,10 @@ def trace_counts(trace: KernelTrace) -> dict[str, float]:
                     c["shld_ideal"] += ideal
                     c["shld_req"] += req
                 continue
+            if m.ptr is not None:
+                # a warp whose lanes are all predicated off (a 0-d store done by thread 0 alone, a fully masked
+                # tile row) issues the instruction but sends no request (Nsight counts none)
+                req = op.n_inst * int((warps & (np.diff(m.ptr) > 0)).sum())
             sectors = int(_POPCOUNT4[m.smask].sum())
             if m.space == Space.LOCAL:
                 c["local_req"] += req
@@ -208,9 +212,11 @@ def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: 
     put("shared_bytes_per_cta", "launch__shared_mem_per_block", trace.shared_bytes_per_cta, "B",
         "static + dynamic shared memory per CTA")
     put("l1_bytes", "", occ.l1_bytes, "B", f"L1 left by the {occ.carveout_bytes // 1024} KB shared carve-out")
-    put("inst_executed", "smsp__inst_executed.sum", c["inst"], "inst", "warp instructions executed")
+    spin = getattr(res, "spin_inst", 0)     # failed lock attempts: the spin loops the trace does not hold
+    put("inst_executed", "smsp__inst_executed.sum", c["inst"] + spin, "inst", "warp instructions executed")
     put("threads_per_inst", "smsp__thread_inst_executed_per_inst_executed.ratio",
-        _ratio(c["thread_inst"], c["inst"]), "thread", "average active threads per warp instruction")
+        _ratio(c["thread_inst"] + WARP * spin, c["inst"] + spin), "thread", "average active threads per warp "
+        "instruction")
     put("inst_issued_engine", "", res.inst_issued, "inst", "warp instructions the engine issued (= executed)")
     put("gld_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", c["gld_req"], "request",
         "global load instructions x warps")

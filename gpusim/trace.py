@@ -84,6 +84,9 @@ class MemAccess:
     smask: np.ndarray | None = None     # uint8 (ptr[-1],)
     wavefronts: np.ndarray | None = None  # int32 (n_warps,), SHARED only
     shared_ideal_wavefronts: np.ndarray | None = None  # int32 (n_warps,): wavefronts with no conflicts
+    # int64 (n_warps,): the byte address of a one-lane atomic on a lock word (``Op.sync``), -1 where the warp
+    # does not issue it; None for every other access
+    addr: np.ndarray | None = None
 
     def sectors_per_warp(self) -> np.ndarray:
         """Number of 32 B sectors each warp's instructions requested (sum over instructions)."""
@@ -96,6 +99,10 @@ class MemAccess:
     def lines_per_warp(self) -> np.ndarray:
         return np.diff(self.ptr)
 
+
+#: ``Op.sync``: a compare-and-swap a spin loop retries until it takes the lock at ``mem.addr`` (the timing engine
+#: makes the CTA wait while another holds it), and an exchange that gives such a lock back
+SYNC_ACQUIRE, SYNC_RELEASE = 1, 2
 
 _POPCOUNT4 = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
@@ -117,6 +124,7 @@ class Op:
     flops: int = 0                      # MMA: floating-point operations per warp
     mma_dtype: str = ""                 # MMA: input type key of TensorSpec.flops_per_clk_per_sm
     label: str = ""                     # e.g. "LDG.E.32", "FADD", "HGMMA.64x128x16"
+    sync: int = 0                       # ATOMIC on a lock word (mem.addr): SYNC_ACQUIRE or SYNC_RELEASE
 
 
 @dataclass(slots=True)
@@ -361,10 +369,11 @@ def concat_access(parts: Sequence[MemAccess]) -> MemAccess:
     for p in parts[1:]:
         ptrs.append(p.ptr[1:] + off)
         off += p.ptr[-1]
+    addr = np.concatenate([p.addr for p in parts]) if all(p.addr is not None for p in parts) else None
     return MemAccess(space=p0.space, bytes_per_lane=p0.bytes_per_lane,
                      bytes_requested=sum(p.bytes_requested for p in parts),
                      ptr=np.concatenate(ptrs), line=np.concatenate([p.line for p in parts]),
-                     smask=np.concatenate([p.smask for p in parts]))
+                     smask=np.concatenate([p.smask for p in parts]), addr=addr)
 
 
 # ---- launches observed outside gpusim.simulate ---------------------------------------------------------

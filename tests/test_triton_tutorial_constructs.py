@@ -273,11 +273,12 @@ def test_spin_lock_serializes_critical_sections():
     ref = np.stack([x[g::G].sum(0) for g in range(G)])
     np.testing.assert_allclose(dw, ref, rtol=1e-5, atol=1e-5)
     assert (lock[:G] == 0).all() and (lock[G:] == 1).all()
-    # each contender's retries are in its trace: the i-th program of a lock retries its CAS about 2 i times
+    # the failed attempts the functional run needed are not in the trace (the timing engine makes a CTA wait for
+    # the holder instead): every program keeps exactly its acquiring compare-and-swap
     t = tr.tables[0]
     cas = [i for i, op in enumerate(t.ops) if op.kind == OpKind.ATOMIC and "CAS" in op.label]
     per_cta = (t.active[cas].reshape(len(cas), t.n_ctas, t.warps_per_cta)[:, :, 0] > 0).sum(0)
-    assert per_cta[:G].min() >= 1 and per_cta[-1] > per_cta[0]
+    assert (per_cta == 1).all()
     assert any("spin wait" in s for s in tr.notes)
 
 

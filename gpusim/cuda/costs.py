@@ -287,7 +287,11 @@ COSTS[("shortcircuit",)] = [(INT, 1, "PLOP3")]
 COSTS[("exit",)] = [(BRANCH, 1, "EXIT")]
 COSTS[("barrier",)] = [(BRANCH, 1, "BAR.SYNC")]
 COSTS[("syncwarp",)] = [(BRANCH, 1, "WARPSYNC")]
-COSTS[("membar",)] = [(LSU, 1, "MEMBAR")]
+# cuda.threadfence_block / threadfence / threadfence_system: MEMBAR.CTA (cheap) and the GPU/system-scope fences,
+# which the timing engine holds the warp at for sm.membar_gpu_cycles
+COSTS[("membar",)] = [(LSU, 1, "MEMBAR.SC.GPU")]
+COSTS[("membar", "block")] = [(LSU, 1, "MEMBAR.CTA")]
+COSTS[("membar", "system")] = [(LSU, 1, "MEMBAR.SC.SYS")]
 
 # ---- loops ------------------------------------------------------------------------------------------------
 # numba's ``range`` iterator keeps a 64-bit remaining count: each iteration compares it with 0 and updates it
@@ -383,7 +387,8 @@ COSTS[("rng_splitmix",)] = [(INT, 14, "SHF+LOP3+IADD3"), (FP32, 7, "IMAD.WIDE.U3
 # for the whole grid is the GRID_SYNC op, which the timing engine holds until every live warp of the grid has
 # arrived (engine: release = last arrival + the barrier's round trips, see Engine.grid_sync_cycles)
 COSTS[("cg_this_grid",)] = [(UNIFORM, 2, "S2UR+UMOV (grid handle)")]
-COSTS[("grid_sync_call",)] = [(INT, 6, "CALL+ISETP+BRA (cudaCGSynchronize)"), (LSU, 1, "MEMBAR.GPU")]
+# its fence is part of the calibrated chip.grid_sync_base_cycles, hence not labelled as a GPU-scope MEMBAR here
+COSTS[("grid_sync_call",)] = [(INT, 6, "CALL+ISETP+BRA (cudaCGSynchronize)"), (LSU, 1, "FENCE (grid sync)")]
 COSTS[("grid_sync",)] = [(BRANCH, 2, "BAR.SYNC x2 + grid barrier (ATOM.E.ADD, spin LD.E.STRONG.GPU)")]
 COSTS[("warp_shuffle",)] = [(LSU, 1, "SHFL")]
 COSTS[("warp_vote",)] = [(INT, 1, "VOTE")]

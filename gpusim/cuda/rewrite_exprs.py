@@ -433,7 +433,8 @@ class ExpressionRewriter:
             if args:
                 raise self.compile_error(f"No implementation of function {name} with arguments (cuda.{name}() "
                                          "takes none)", n)
-            return _rt("simple", _c(("membar",)), _c(line))
+            scope = {"threadfence_block": ("block",), "threadfence_system": ("system",)}.get(name, ())
+            return _rt("simple", _c(("membar",) + scope), _c(line))
         if name in ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"):
             if len(args) != 3:
                 raise self.compile_error(f"cuda.{name}(mask, value, lane) takes 3 arguments", n)

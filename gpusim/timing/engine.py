@@ -23,15 +23,18 @@ import simpy
 
 from .._host import gc_paused
 from ..config import GPUConfig, load_gpu
-from ..trace import KernelTrace, OpTable, Pipe
+from ..trace import KernelTrace, OpKind, OpTable, Pipe
 from .chip import build_wiring
 from .memory import MemorySystem
 from .occupancy import Occupancy, occupancy
-from .sm import (_ACOPY, _ALU, _ATOM, _BAR, _GSYNC, _LOAD, _LOCAL, _MMA, _SHARED, _STORE, CTA, SM, STALL_REASONS,
-                 Warp, WarpScheduler)
+from .sm import (_ACOPY, _ALU, _ATOM, _BAR, _GSYNC, _LOAD, _LOCAL, _MEMBAR, _MMA, _SHARED, _STORE, CTA, SM,
+                 STALL_REASONS, Warp, WarpScheduler)
 
 INF = math.inf
 _GLOBAL_KINDS = {_LOAD, _STORE, _ACOPY, _ATOM}
+_FP32 = int(Pipe.FP32)
+#: failed lock attempts after which a launch is taken for deadlocked (CTAs waiting on each other's locks)
+SPIN_LIMIT = 20_000_000
 
 
 @dataclass
@@ -57,6 +60,7 @@ class EngineResult:
     notes: list[str] = field(default_factory=list)   # choices the engine made for the user (Report.notes)
     # how the grid was replayed (``sampling.SamplingInfo.to_dict``): mode "exact" or "sampled", waves, reason
     sampling: dict = field(default_factory=dict)
+    spin_inst: int = 0                # warp instructions of failed lock attempts (spin loops), not in the trace
 
 
 class Engine:
@@ -79,6 +83,9 @@ class Engine:
         # per-pipe clocks per warp instruction on one sub-partition, and a warp's own issue interval
         lanes_per_sub = {p: max(1e-9, sm.pipe_lanes_per_clk.get(p.key, 32) / sm.subpartitions) for p in Pipe}
         self.pipe_cycles = [max(1.0, sm.warp_size / lanes_per_sub[p]) / sm.issue_per_clk for p in Pipe]
+        # an IMAD holds the FP32 pipe longer where the chip multiplies integers at a lower rate than it adds floats
+        self.imad_factor = (sm.pipe_lanes_per_clk.get("fp32", 128) / sm.imad_lanes_per_clk
+                            if sm.imad_lanes_per_clk else 1.0)
         ilp = sm.alu_ilp
         self.pipe_latency = [sm.pipe_latency_cycles.get(p.key, 4) for p in Pipe]
         self.warp_inst_cycles = [max(self.pipe_cycles[p], sm.pipe_latency_cycles.get(p.key, 4) / ilp, 1.0)
@@ -89,6 +96,7 @@ class Engine:
         self.notes: list[str] = []
         self.mma_latency = gpu.tensor.mma_latency_cycles
         self.shared_latency = sm.shared_latency_cycles
+        self.membar_cycles = sm.membar_gpu_cycles
         self.cache_loads_l1 = gpu.l1.cache_global_loads
         self.stall_cycles = [0.0] * len(STALL_REASONS)
         self.sms = [SM(self, i, sm.subpartitions) for i in range(gpu.chip.sm_count)]
@@ -120,6 +128,12 @@ class Engine:
         # warps that have exited (the barrier waits for every other warp of the grid)
         self.grid_arrived: list[Warp] = []
         self.grid_bar_time = 0.0
+        # spin locks (ATOMIC ops with Op.sync): lock word address -> the CTA holding it.  A CTA that finds the
+        # lock taken spins: its compare-and-swap goes to the L2 again every round trip (Warp.advance)
+        self.locks: dict[int, CTA] = {}
+        self.spin_attempts = 0
+        self.spin_inst = 0
+        self.spin_loop_cycles = 2 * sm.barrier_latency_cycles + sm.shared_latency_cycles
         self.warps_exited = 0
         self.grid_warps = trace.n_ctas * trace.warps_per_cta
         #: cycles from the last warp's arrival at a grid barrier to the release of all (cudaCGSynchronize: CTA
@@ -163,6 +177,9 @@ class Engine:
                             self.notes.append(note)
                     x = op.flops / rate
                     reason = 9                           # tensor_wait
+                elif kind == _ALU and op.label.startswith("MEMBAR") and (".GPU" in op.label or ".SYS" in op.label):
+                    kind, x = _MEMBAR, self.membar_cycles    # the warp waits for the fence (Warp.advance)
+                    reason = 11
                 elif kind == _ALU:
                     x = lat[pipe]
                     reason = 6                           # wait: a fixed-latency result
@@ -178,13 +195,27 @@ class Engine:
                         else m.bytes_per_lane < 16
                     x = (memoryview(np.ascontiguousarray(m.line)), memoryview(np.ascontiguousarray(m.smask)),
                          m.ptr.tolist(), memoryview(self.mem.slices_of(m.line)), use_l1)
+                    if kind == _ATOM and op.sync and m.addr is not None:
+                        # a lock word (see Warp.advance, lock_release); a failed attempt goes round the spin loop:
+                        # its barriers and broadcast, and the fence before the next attempt if the atomic has one
+                        prev = table.ops[k - 1].label if k else ""
+                        spin = self.spin_loop_cycles + (self.membar_cycles if prev.startswith("MEMBAR") and
+                                                        (".GPU" in prev or ".SYS" in prev) else 0)
+                        # and every warp of the CTA executes the loop's instructions again: those from the barrier
+                        # before the attempt through the broadcast of its old value, plus the loop's branch
+                        j0 = max((j for j in range(k) if table.ops[j].kind == OpKind.BARRIER), default=k)
+                        per_warp = sum(o.n_inst for o in table.ops[j0:k + 5]) + 3
+                        x = x + (op.sync, m.addr.tolist(), spin, per_warp * table.warps_per_cta)
                 elif kind == _GSYNC:
                     kind, x = _BAR, True                 # a barrier whose release waits for the whole grid
                     reason = 4
                 else:
                     x = None
                 n = op.n_inst
-                c.append((k, kind, pipe, n, op.deps, n * pc[pipe], n * wc[pipe], x, op))
+                busy = n * pc[pipe]
+                if kind == _ALU and pipe == _FP32 and self.imad_factor != 1.0 and op.label.startswith("IMAD"):
+                    busy *= self.imad_factor
+                c.append((k, kind, pipe, n, op.deps, busy, n * wc[pipe], x, op))
                 reasons.append(reason)
             self._compiled[id(table)] = c
             self._reasons[id(table)] = reasons
@@ -341,6 +372,8 @@ class Engine:
             self._release_grid_barrier()
         if cta.live == 0:
             cta.t_end = t
+            if self.locks:
+                self._release_locks_of(cta)
             sm.ctas.remove(cta)
             self.ctas_done += 1
             self.t_last_cta = max(self.t_last_cta, t)
@@ -398,6 +431,24 @@ class Engine:
             w.sched.wake()
         self.grid_arrived = []
         self.grid_bar_time = 0.0
+
+    # ---- spin locks ----------------------------------------------------------------------------------
+    def lock_spin(self) -> None:
+        """A CTA's compare-and-swap failed (another CTA holds the lock): count it (a launch whose CTAs wait for
+        each other forever stops with an error)."""
+        self.spin_attempts += 1
+        if self.spin_attempts > SPIN_LIMIT:
+            raise RuntimeError(f"kernel {self.trace.name!r}: over {SPIN_LIMIT:,} failed lock attempts: CTAs wait for "
+                               f"each other's spin locks (taken in opposite orders?), a deadlock on the GPU")
+
+    def lock_release(self, addr: int) -> None:
+        """The lock at ``addr`` is given back: the next compare-and-swap that reaches it takes it."""
+        self.locks.pop(addr, None)
+
+    def _release_locks_of(self, cta: CTA) -> None:
+        """A CTA that exits gives back what it still holds (a lock released by a plain store, not an exchange)."""
+        for addr in [a for a, c in self.locks.items() if c is cta]:
+            self.lock_release(addr)
 
     def _active_cycles(self) -> float:
         """Cycles during which each SM held at least one warp, summed over SMs (the union of its CTAs' spans)."""
@@ -468,7 +519,8 @@ class Engine:
             sm_active_cycles=self._active_cycles(),
             sm_warp_cycles=sum(w[5] - w[4] for w in self.warp_info.values()),
             cta_spans=self.cta_spans, timeline=self.timeline, warps=self.warp_info,
-            bandwidth_events=self.bw_events, launch_overhead_cycles=t0, notes=list(self.notes))
+            bandwidth_events=self.bw_events, launch_overhead_cycles=t0, notes=list(self.notes),
+            spin_inst=self.spin_inst)
 
 
 def union_length(intervals: list[tuple[float, float]]) -> float:

@@ -183,16 +183,24 @@ def replay_work(trace: KernelTrace, replayed_share: float) -> float:
     return replayed_share * sum(len(t.ops) * t.n_warps for t in trace.tables)
 
 
+def couples_ctas(trace: KernelTrace) -> str:
+    """Why the CTAs' timings depend on one another so that no subset stands for the rest ('' if they do not):
+    grid synchronization, or global atomics (their contention, a spin lock's hand-offs)."""
+    for _t, _i, op in trace.iter_ops():
+        if op.kind == OpKind.GRID_SYNC:
+            return "grid synchronization: every CTA waits for all the others"
+        if op.kind == OpKind.ATOMIC and op.mem is not None and op.mem.space != Space.SHARED:
+            return "global atomics: their contention depends on every CTA's timing"
+    return ""
+
+
 def worth_sampling(trace: KernelTrace, loops: list[Loop] | None, replayed_share: float) -> bool:
     """Whether loop sampling applies and pays: a common loop of ``LOOP_MIN_REPEATS`` or more repeats, truncation
     to ``J2`` halving the replay at least, and a replay of ``LOOP_MIN_WORK`` warp-op events or more."""
     if not loops or loops[0].repeats < max(LOOP_MIN_REPEATS, 2 * J2):
         return False
-    for t in trace.tables:
-        for op in t.ops:
-            if op.kind == OpKind.GRID_SYNC or (op.kind == OpKind.ATOMIC and op.mem is not None
-                                               and op.mem.space != Space.SHARED):
-                return False
+    if couples_ctas(trace):
+        return False
     return replay_work(trace, replayed_share) >= LOOP_MIN_WORK
 
 

@@ -109,6 +109,7 @@ class MemorySystem:
         # expand a miss mask to whole fetch blocks (e.g. 64 B = aligned sector pairs)
         self.fetch_expand = [self._expand(m, fetch_sectors) for m in range(16)]
         self.atomic_latency = l2.atomic_latency_cycles
+        self.atomic_request_cycles = l2.atomic_request_cycles
         # --- DRAM ---
         self.n_channels = dram.channels
         self.n_banks = dram.banks_per_channel
@@ -218,7 +219,7 @@ class MemorySystem:
         arr = t + self.xbar_cycles
         free = self.slice_free[s]
         start = arr if arr > free else free
-        self.slice_free[s] = start + max(ops, POPCOUNT[mask]) * self.sector_cycles
+        self.slice_free[s] = start + max(ops, POPCOUNT[mask]) * self.sector_cycles + self.atomic_request_cycles
         wait = start - arr
         self.stats.l2_atom_sectors += POPCOUNT[mask]
         sset = self.l2_sets[s]

@@ -201,11 +201,9 @@ def plan(trace: KernelTrace, gpu: GPUConfig | str = "h100", *, record_timeline: 
         return exact("a timeline was asked for: every warp is replayed")
     if trace.meta.get("cooperative"):
         return exact("a cooperative launch (grid synchronization): every CTA waits for all the others")
-    for t, _i, op in trace.iter_ops():
-        if op.kind == OpKind.GRID_SYNC:
-            return exact("grid synchronization: every CTA waits for all the others")
-        if op.kind == OpKind.ATOMIC and op.mem is not None and op.mem.space != Space.SHARED:
-            return exact("global atomics: their contention depends on every CTA's timing")
+    why = loops.couples_ctas(trace)
+    if why:
+        return exact(why)
     inst, sectors = cta_work(trace)
     for name, x in (("warp instructions", inst), ("global sectors", sectors)):
         cv = _spread(x)

@@ -30,11 +30,12 @@ QUANTUM = 32          # cycles a scheduler's local clock may run ahead of simpy'
 MAX_INTERVAL_INST = 512
 
 STALL_REASONS = ("selected", "not_selected", "long_scoreboard", "short_scoreboard", "barrier",
-                 "math_pipe_throttle", "wait", "lg_throttle", "mio_throttle", "tensor_wait", "drain")
+                 "math_pipe_throttle", "wait", "lg_throttle", "mio_throttle", "tensor_wait", "drain", "membar")
 
 _ALU, _LOAD, _STORE, _ATOM, _BAR, _MMA, _ACOPY, _AWAIT, _GSYNC = (int(k) for k in (
     OpKind.ALU, OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.BARRIER, OpKind.MMA, OpKind.ASYNC_COPY,
     OpKind.ASYNC_WAIT, OpKind.GRID_SYNC))
+_MEMBAR = 100        # a GPU/system-scope fence (an ALU op labelled MEMBAR.*.GPU/.SYS, see Engine.compiled)
 _SHARED, _LOCAL = int(Space.SHARED), int(Space.LOCAL)
 _LSU = int(Pipe.LSU)
 _TENSOR = int(Pipe.TENSOR)
@@ -208,7 +209,7 @@ class WarpScheduler:
         throttle = 0.0
         n = len(stream)
         pc = pc0 = w.pc
-        stop = 0                  # 1: scoreboard wait, 2: barrier
+        stop = 0                  # 1: scoreboard wait (or a failed lock attempt), 2: barrier
         while pc < n:
             k, kind, p, ni, deps, busy, dt, x, ws, dre = stream[pc]
             if deps:
@@ -249,8 +250,26 @@ class WarpScheduler:
                 t = start + ni
             elif kind == _AWAIT:
                 t += ni          # cp.async.wait_group: its deps (the copies) were checked above
+            elif kind == _MEMBAR:
+                # a memory fence: the warp issues nothing more until the memory system acknowledges it
+                t += ni
+                issued += ni
+                pc += 1
+                dep_t = t + x
+                reason = 11
+                stop = 1
+                break
             else:
                 # memory instruction: the LSU pipe, then the memory system
+                spin = False
+                if kind == _ATOM and len(x) > 5:
+                    lock = x[6][w.wi]
+                    if x[5] == 1 and lock >= 0:
+                        holder = self.engine.locks.get(lock)
+                        if holder is None:
+                            self.engine.locks[lock] = cta
+                        elif holder is not cta:
+                            spin = True    # another CTA holds it: this attempt fails, and the warp tries again
                 pf = pipe_free[_LSU]
                 if pf > t:
                     throttle += pf - t
@@ -264,7 +283,7 @@ class WarpScheduler:
                         pend[ws] = ready
                 else:
                     # global/local: the warp's part of the coalesced requests goes into the memory system
-                    line_a, mask_a, ptr, slice_a, use_l1 = x
+                    line_a, mask_a, ptr, slice_a, use_l1 = x if len(x) == 5 else x[:5]
                     wi = w.wi
                     lo = ptr[wi]
                     hi = ptr[wi + 1]
@@ -277,8 +296,21 @@ class WarpScheduler:
                         self.engine.mem.store(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi])
                     else:
                         eng = self.engine
-                        pend[ws] = eng.mem.atomic(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi],
-                                                 eng.lanes_of(cta.table, k, wi))
+                        r = eng.mem.atomic(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi],
+                                           eng.lanes_of(cta.table, k, wi))
+                        if spin:
+                            # the failed attempt's old value comes back, the spin loop goes round, and the warp
+                            # executes this compare-and-swap again (pc stays)
+                            eng.lock_spin()
+                            eng.spin_inst += x[8]
+                            dep_t = r + x[7]
+                            reason = 2
+                            issued += ni
+                            stop = 1
+                            break
+                        pend[ws] = r
+                        if len(x) > 5 and x[5] == 2 and eng.locks.get(x[6][wi]) is cta:
+                            eng.lock_release(x[6][wi])      # given back: the next attempt to reach it wins
             issued += ni
             pc += 1
             if t > limit or issued >= MAX_INTERVAL_INST:

@@ -393,6 +393,7 @@ class While(_Region):
         st.in_while += 1
         if self.rec is not None:
             self.rec.loop_begin(None, kind="while")
+        self.mark = len(self.rec.ops) if self.rec is not None else 0    # the ops this round's loop records
 
     def next(self, cond, locs=None) -> bool:
         st = C.ST
@@ -453,6 +454,10 @@ class While(_Region):
                 except Exception:
                     return False
         waiting = np.ones(st.P, bool) if a is None else a.copy()
+        if self.rec is not None and not st.probe:
+            # their attempts this round failed: the trace keeps only the one that takes the lock (a later round),
+            # and the timing engine makes the CTA wait for the holder instead
+            self.rec.unrecord(self.mark, waiting)
         if self.pushed:
             st.pop()
             self.pushed = False

@@ -676,10 +676,11 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, value
     for where, (waits, rounds) in stats.waits.items():
         meta.setdefault("spin_waits", {})[where] = {"waits": waits, "most_rounds": rounds}
         tr.notes.append(
-            f"spin wait at {where}: programs contending for a lock took it one after another, in program order "
-            f"({waits} waits; up to {rounds} programs ahead of one). Approximation: a waiting program's trace holds "
-            f"its failed atomic retries (about two per program ahead of it), but the timing engine does not make "
-            f"a CTA wait for another's release, so contending critical sections may overlap in time")
+            f"spin wait at {where}: programs contending for a lock took it one after another, in program order, "
+            f"to compute the outputs ({waits} waits; up to {rounds} programs ahead of one). The timing engine "
+            f"replays the lock as the GPU runs it: a CTA whose compare-and-swap finds the lock taken spins (an "
+            f"atomic round trip and the loop's fence per attempt) until the holder's exchange gives it back, "
+            f"so holders follow one another in the order their attempts reach the lock")
     return tr
 
 

@@ -27,7 +27,7 @@ from ._resources import Region
 
 class RecOp:
     __slots__ = ("kind", "pipe", "n_inst", "line", "deps", "mem", "flops", "mma_dtype", "label", "active", "loop",
-                 "it", "lanes")
+                 "it", "lanes", "sync")
 
     def __init__(self, kind, pipe, n_inst, line, deps, mem=None, flops=0, mma_dtype="", label="", active=None):
         self.kind, self.pipe, self.n_inst, self.line = kind, pipe, n_inst, line
@@ -36,6 +36,7 @@ class RecOp:
         self.loop = None
         self.it = -1
         self.lanes = None        # active lanes of each warp of a CTA (an op only some warps issue), or None: all
+        self.sync = 0            # Op.sync: a lock acquired or released (a one-thread atomic of a spin lock)
 
 
 class Facts:
@@ -92,6 +93,19 @@ class LoweringBase:
         op = RecOp(kind, pipe, n, line, d, mem, flops, mma_dtype, label, C.ST.rec_active() if C.ST is not None else None)
         self.ops.append(op)
         return op
+
+    def unrecord(self, since: int, programs: np.ndarray) -> None:
+        """Take ``programs`` (bool (P,)) out of the ops recorded from index ``since`` on: a spin loop's failed
+        attempts, which the timing engine replaces by waiting for the lock (``Engine.lock_wait``)."""
+        keep = ~programs
+        for o in self.ops[since:]:
+            a = o.active
+            if a is None:
+                o.active = keep.copy()
+            elif a.dtype == np.uint8:                        # lanes per warp (an op of one thread)
+                o.active = a * np.repeat(keep, self.W).astype(np.uint8)
+            else:
+                o.active = a & keep
 
     def _alu(self, pipe, n, deps, label, line=None):
         if n <= 0:
@@ -258,7 +272,7 @@ class LoweringBase:
         for i, o in enumerate(self.ops):
             deps = tuple(sorted({index[id(d)] for d in o.deps if id(d) in index and index[id(d)] < i}))
             ops.append(Op(kind=o.kind, pipe=o.pipe, n_inst=int(o.n_inst), line=int(o.line), deps=deps, mem=o.mem,
-                          flops=max(0, int(o.flops)), mma_dtype=o.mma_dtype, label=o.label))
+                          flops=max(0, int(o.flops)), mma_dtype=o.mma_dtype, label=o.label, sync=o.sync))
             if o.active is not None or o.lanes is not None:
                 any_masked = True
         active = None

@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from ..trace import MemAccess, OpKind, Pipe
+from ..trace import SYNC_ACQUIRE, SYNC_RELEASE, MemAccess, OpKind, Pipe
 from . import _axisinfo as AI
 from . import _core as C
 from . import costs as K
@@ -338,7 +338,7 @@ class MemoryLowering:
             mem = _empty_access(self._n_warps(), vec * eb)
         self._emit(OpKind.STORE, Pipe.LSU, n_inst, deps, mem, label=f"STG.E.{vec * eb * 8}", line=line)
 
-    def atomic(self, out, ptr, val, mask, shape, op):
+    def atomic(self, out, ptr, val, mask, shape, op, sem="acq_rel"):
         file, line, site = C.user_site()
         lay, _vec, f = self._mem_decision(site, ptr, mask, shape, False)     # atomics are scalar
         if shape:
@@ -351,37 +351,60 @@ class MemoryLowering:
         n_inst = lay.ept if shape else 1
         addr = self._address_cost(ptr, lay, shape, site, [ptr.src], line)
         deps = [addr if addr is not None else ptr.src, val.src, mask.src if mask is not None else None]
-        mem = _empty_access(self._n_warps(), eb) if self.probe else coalesce_programs(
-            self._addresses(ptr, shape, mask, lay, 1, True), eb, self.P)
+        lane_addr = None if self.probe else self._addresses(ptr, shape, mask, lay, 1, True)
+        mem = _empty_access(self._n_warps(), eb) if self.probe else coalesce_programs(lane_addr, eb, self.P)
         if not shape:
-            out.src = self._scalar_atomic(ptr, op, deps, mem, line)
+            out.src = self._scalar_atomic(ptr, op, deps, self._lock_word(mem, lane_addr, op), line, sem)
             out.lay = lay
             return
+        # the semantics' fences, as Triton 3.6 compiles them for sm_90: a release (acq_rel, release) puts
+        # MEMBAR.ALL.GPU before the ATOMG, an acquire (acq_rel, acquire) CCTL.IVALL after it, which waits for its
+        # result; a relaxed or release atomic whose result is unused is a REDG (nothing waits for it)
+        if sem in ("acq_rel", "release"):
+            deps = [self._cost(K.SCALAR_ATOMIC_FENCE, 1, deps, line)]
         a = self._emit(OpKind.ATOMIC, Pipe.LSU, n_inst, deps, mem,
                        label=f"ATOMG.E.{op.upper()}.{ptr.dtype.element_ty.name.upper()}", line=line)
+        if sem in ("acq_rel", "acquire"):
+            self._cost(K.SCALAR_ATOMIC_ACQUIRE, 1, [a], line)
         out.src = a
         out.lay = lay
 
-    def _scalar_atomic(self, ptr, op, deps, mem, line):
+    def _lock_word(self, mem, lane_addr, op):
+        """A 0-d compare-and-swap inside a ``while`` loop (a spin lock's acquire) or a 0-d exchange (its release)
+        keeps the exact address of the word per warp (``MemAccess.addr``), so that the timing engine can make a
+        CTA wait while another holds the lock (``Op.sync``); any other access is returned as it is."""
+        if lane_addr is None or op not in ("cas", "xchg") or (op == "cas" and not C.ST.in_while):
+            return mem
+        per_prog = lane_addr.reshape(lane_addr.shape[0], -1).max(axis=1)          # -1: masked off
+        words = np.full((self.P, self.W), -1, np.int64)
+        words[:, 0] = np.broadcast_to(per_prog, (self.P,))
+        return dataclasses.replace(mem, addr=words.reshape(-1))
+
+    def _scalar_atomic(self, ptr, op, deps, mem, line, sem="acq_rel"):
         """A 0-d atomic (the spin lock's ``tl.atomic_cas(Lock, 0, 1)``): thread 0 alone performs it inside a
         branch, fenced for the default acq_rel semantics, and a compare-and-swap's old value reaches every thread
         through shared memory (``costs.SCALAR_ATOMIC_*``).  The ATOMG and its fences are recorded for warp 0 only
         (the other warps branch around them)."""
         b0 = self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, deps, label="BAR.SYNC", line=line)
         setup = self._cost(K.SCALAR_ATOMIC_SETUP, 1, [b0], line)
-        a = C.ST.active()
+        a = C.ST.rec_active()          # the programs this op is traced for (not those replaying it after a wait)
         lanes = np.zeros((self.P, self.W), np.uint8)
         lanes[:, 0] = 1
         if a is not None:
             lanes[~a] = 0
         lanes = lanes.reshape(-1)
-        fence = self._cost(K.SCALAR_ATOMIC_FENCE, 1, [setup], line)
-        fence.active = lanes
-        at = self._emit(OpKind.ATOMIC, Pipe.LSU, 1, [fence], mem,
+        before = setup
+        if sem in ("acq_rel", "release"):
+            before = self._cost(K.SCALAR_ATOMIC_FENCE, 1, [setup], line)
+            before.active = lanes
+        at = self._emit(OpKind.ATOMIC, Pipe.LSU, 1, [before], mem,
                         label=f"ATOMG.E.{op.upper()}.STRONG.GPU.{ptr.dtype.element_ty.name.upper()}", line=line)
         at.active = lanes
-        after = self._cost(K.SCALAR_ATOMIC_ACQUIRE, 1, [at], line)
-        after.active = lanes
+        if mem.addr is not None:
+            at.sync = SYNC_ACQUIRE if op == "cas" else SYNC_RELEASE
+        if sem in ("acq_rel", "acquire"):
+            after = self._cost(K.SCALAR_ATOMIC_ACQUIRE, 1, [at], line)
+            after.active = lanes
         if op != "cas":
             return at
         s1 = self._shared(OpKind.STORE, 1, 4, [at], "STS", line, warps_on=1)

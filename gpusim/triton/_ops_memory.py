@@ -302,9 +302,9 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     else:
         st.write_epoch += 1
     scatter(pointer, shape, vshape(vc, shape), m)
-    st.count_writes(None)
-    if st.rec is not None:
+    if st.rec is not None:              # recorded before it counts: a write replayed after a wait is not traced again
         st.rec.store(pointer, vc, mask, shape)
+    st.count_writes(None)
 
 
 _ATOMIC_NP = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
@@ -312,6 +312,7 @@ _ATOMIC_NP = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bit
 
 
 def atomic(op: str, pointer, val, mask=None, sem=None, scope=None, cmp=None):
+    semantics = _sem(sem)
     pointer = unwrap(pointer)
     _check_ptr(pointer, f"atomic_{op}")
     mask = _as_mask(mask)
@@ -400,11 +401,24 @@ def atomic(op: str, pointer, val, mask=None, sem=None, scope=None, cmp=None):
     if st.atomic_log is not None:
         a = st.active()
         st.atomic_log.append((np.where(a, st.write_idx, -1) if a is not None else st.write_idx.copy(), old))
-    st.count_writes(None)
     out = tensor(old, elt, shape)
-    if st.rec is not None:
-        st.rec.atomic(out, pointer, vc, mask, shape, op)
+    if st.rec is not None:              # recorded before it counts: an atomic replayed after a wait is not traced again
+        st.rec.atomic(out, pointer, vc, mask, shape, op, semantics)
+    st.count_writes(None)
     return out
+
+
+_SEMS = ("relaxed", "acquire", "release", "acq_rel")
+
+
+def _sem(sem) -> str:
+    """An atomic's memory semantics (Triton's default: acq_rel)."""
+    s = unwrap(sem)
+    if s is None:
+        return "acq_rel"
+    if s not in _SEMS:
+        fail(UnsupportedConstruct, f"atomic sem={s!r}: Triton accepts {', '.join(repr(x) for x in _SEMS)}")
+    return s
 
 
 # ---------------------------------------------------------------------------------------------------------

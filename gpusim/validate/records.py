@@ -93,6 +93,16 @@ def _ncu_cases(d: Path) -> dict[str, dict]:
     return out
 
 
+def ncu_excluded() -> dict[str, str]:
+    """case name -> why its Nsight row was left out of the record (an ncu file's ``excluded``: a counter that
+    cannot be, next to a plausible do_bench time of the same launch)."""
+    out: dict[str, str] = {}
+    for fn in record_files("ncu_"):
+        for names, why in _load(fn).get("excluded", {}).items():
+            out.update({n.strip(): why for n in names.split(",")})
+    return out
+
+
 def timing_cases() -> dict[str, dict]:
     return _timing_cases(records_dir())
 

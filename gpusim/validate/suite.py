@@ -87,6 +87,7 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
     "kernels/tl_tut_dropout.py": {"n": 5000},
     "kernels/tl_tut_layernorm.py": {"M": 40, "N": 300, "BLOCK_SIZE": 128, "GROUP_SIZE_M": 8},
     "kernels/tl_tut_libdevice.py": {"n": 5000},
+    "kernels/tl_spinlock.py": {"G": 6, "N": 12},
     "kernels/tl_tut_grouped_gemm.py": {"shapes": ((64, 64, 64), (96, 40, 72), (17, 136, 24)), "NUM_SM": 4,
                                         "BM": 32, "BN": 32, "BK": 32},
     "kernels/tl_tut_persistent_matmul.py": {"M": 72, "N": 80, "K": 72, "NUM_SMS": 3, "BM": 32, "BN": 32,
@@ -250,6 +251,15 @@ def _build_cases() -> list[Case]:
     for p in (20, 22, 24, 26):
         add(f"fill_n{1 << p}", "fill", {"n": 1 << p}, "writeback",
             f"store-only: {4 << p >> 20} MiB written", tags=("heavy",) if p >= 26 else ())
+    # ---- spin locks and atomic round trips (kernels/tl_spinlock.py): the records behind the lock and fence timing
+    for g in (1, 8, 64, 512):
+        for w in (1, 4):
+            add(f"lock_G{g}_w{w}", "tl_spinlock", {"kind": "lock", "G": g, "num_warps": w}, "sync",
+                f"{g} programs of {w} warps take one spin lock in turn ({g - 1} hand-offs)")
+    for sem in ("relaxed", "acq_rel"):
+        for n in (64, 512):
+            add(f"atomic_chain_{sem}_N{n}", "tl_spinlock", {"kind": "chain", "N": n, "sem": sem}, "sync",
+                f"one program, {n} dependent scalar atomics ({sem})")
     _tutorial_cases(add)
     _scenario_cases(add)
     return cases

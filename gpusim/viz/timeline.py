@@ -36,12 +36,13 @@ CATEGORIES: list[tuple[str, str, str]] = [
 CAT_INDEX = {k: i for i, (k, _, _) in enumerate(CATEGORIES)}
 # engine state (index into STALL_REASONS) -> display category; "masked" is decided per interval
 STATE_CATEGORY = {0: "issuing", 1: "other", 2: "memory", 3: "shared", 4: "barrier", 5: "pipe", 6: "pipe",
-                  7: "memory", 8: "other", 9: "pipe", 10: "other"}
+                  7: "memory", 8: "other", 9: "pipe", 10: "other", 11: "memory"}
 STATE_MEANING = {0: "issuing (selected)", 1: "ready, not selected", 2: "waiting on global/local memory "
                  "(long_scoreboard)", 3: "waiting on shared memory (short_scoreboard)", 4: "waiting at a barrier",
                  5: "waiting on a busy pipe (math_pipe_throttle)", 6: "fixed-latency dependency (wait)",
                  7: "LSU queue full (lg_throttle)", 8: "MIO queue full (mio_throttle)",
-                 9: "waiting on a tensor-core result (tensor_wait)", 10: "draining"}
+                 9: "waiting on a tensor-core result (tensor_wait)", 10: "draining",
+                 11: "waiting for a memory fence (membar)"}
 
 DEFAULT_MAX_BARS = 15000
 
