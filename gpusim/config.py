@@ -73,6 +73,8 @@ class ChipSpec:
     cta_launch_cycles: int = P("cycles", 0, 1_000_000)         # per-CTA dispatch latency on an SM
     # after the last CTA retires until the kernel is complete (membar/flush)
     drain_cycles: int = P("cycles", 0, 10_000_000)
+    # DRAM bytes a launch reads besides its data on a cold cache: the kernel's code and constant banks
+    launch_fetch_bytes: int = P("bytes", 0, 1 << 30, default=0)
     # the work distributor's throughput: CTAs started per cycle over the whole chip (0: unlimited).  It caps how
     # fast short-lived CTAs are replaced, so a kernel of many tiny CTAs runs below the occupancy its limits allow
     cta_dispatch_per_cycle: float = P("CTAs/cycle", 0, 1024, default=0.0)

@@ -241,10 +241,12 @@ def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: 
     l2_hits = mem["l2_rd_hit_sectors"] + mem["l2_wr_sectors"]
     put("l2_hit_rate_pct", "lts__t_sector_hit_rate.pct", 100 * _ratio(l2_hits, l2_total), "%",
         "L2 sector hits / lookups (writes allocate without a fetch and count as hits)")
-    put("dram_bytes_read", "dram__bytes_read.sum", mem["dram_rd_bytes"], "B", "bytes read from DRAM")
+    rd = mem["dram_rd_bytes"] + gpu.chip.launch_fetch_bytes
+    put("dram_bytes_read", "dram__bytes_read.sum", rd, "B", "bytes read from DRAM (data, and the kernel's code "
+        "and constants: chip.launch_fetch_bytes)")
     put("dram_bytes_write", "dram__bytes_write.sum", mem["dram_wr_bytes"], "B",
         "bytes written to DRAM (dirty L2 evictions during the kernel)")
-    bw = _ratio(mem["dram_rd_bytes"] + mem["dram_wr_bytes"], time_us * 1e3)
+    bw = _ratio(rd + mem["dram_wr_bytes"], time_us * 1e3)
     put("dram_bandwidth_gbps", "dram__bytes.sum.per_second", bw, "GB/s", "DRAM bytes / kernel time")
     put("dram_bandwidth_pct_of_peak", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
         100 * bw / gpu.dram.peak_bandwidth_gbps, "%", "")
