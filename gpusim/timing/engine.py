@@ -201,11 +201,19 @@ class Engine:
                         prev = table.ops[k - 1].label if k else ""
                         spin = self.spin_loop_cycles + (self.membar_cycles if prev.startswith("MEMBAR") and
                                                         (".GPU" in prev or ".SYS" in prev) else 0)
-                        # and every warp of the CTA executes the loop's instructions again: those from the barrier
-                        # before the attempt through the broadcast of its old value, plus the loop's branch
+                        # and every warp of the CTA executes the loop's instructions again: those it issues from
+                        # the barrier before the attempt through the broadcast of the old value (thread 0's branch
+                        # with the fence and the atomic only in warp 0), plus the loop's branch
                         j0 = max((j for j in range(k) if table.ops[j].kind == OpKind.BARRIER), default=k)
-                        per_warp = sum(o.n_inst for o in table.ops[j0:k + 5]) + 3
-                        x = x + (op.sync, m.addr.tolist(), spin, per_warp * table.warps_per_cta)
+                        loop = table.ops[j0:k + 5]
+                        W = table.warps_per_cta
+                        if table.active is None:
+                            per_cta = (sum(o.n_inst for o in loop) + 3) * W
+                        else:
+                            c0 = int(np.argmax(table.active[k].reshape(-1, W)[:, 0] > 0))  # a CTA that issues it
+                            act = table.active[j0:k + 5, c0 * W:(c0 + 1) * W] > 0
+                            per_cta = sum(o.n_inst * int(a.sum()) for o, a in zip(loop, act)) + 3 * W
+                        x = x + (op.sync, m.addr.tolist(), spin, per_cta)
                 elif kind == _GSYNC:
                     kind, x = _BAR, True                 # a barrier whose release waits for the whole grid
                     reason = 4
