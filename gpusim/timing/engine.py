@@ -33,6 +33,11 @@ from .sm import (_ACOPY, _ALU, _ATOM, _BAR, _GSYNC, _LOAD, _LOCAL, _MEMBAR, _MMA
 INF = math.inf
 _GLOBAL_KINDS = {_LOAD, _STORE, _ACOPY, _ATOM}
 _FP32 = int(Pipe.FP32)
+def _gpu_fence(label: str) -> bool:
+    """Is the op a GPU- or system-scope memory fence (MEMBAR.*.GPU / .SYS), which holds its warp?"""
+    return label.startswith("MEMBAR") and (".GPU" in label or ".SYS" in label)
+
+
 #: failed lock attempts after which a launch is taken for deadlocked (CTAs waiting on each other's locks)
 SPIN_LIMIT = 20_000_000
 
@@ -177,7 +182,7 @@ class Engine:
                             self.notes.append(note)
                     x = op.flops / rate
                     reason = 9                           # tensor_wait
-                elif kind == _ALU and op.label.startswith("MEMBAR") and (".GPU" in op.label or ".SYS" in op.label):
+                elif kind == _ALU and _gpu_fence(op.label):
                     kind, x = _MEMBAR, self.membar_cycles    # the warp waits for the fence (Warp.advance)
                     reason = 11
                 elif kind == _ALU:
@@ -198,9 +203,8 @@ class Engine:
                     if kind == _ATOM and op.sync and m.addr is not None:
                         # a lock word (see Warp.advance, lock_release); a failed attempt goes round the spin loop:
                         # its barriers and broadcast, and the fence before the next attempt if the atomic has one
-                        prev = table.ops[k - 1].label if k else ""
-                        spin = self.spin_loop_cycles + (self.membar_cycles if prev.startswith("MEMBAR") and
-                                                        (".GPU" in prev or ".SYS" in prev) else 0)
+                        fenced = k > 0 and _gpu_fence(table.ops[k - 1].label)
+                        spin = self.spin_loop_cycles + (self.membar_cycles if fenced else 0)
                         # and every warp of the CTA executes the loop's instructions again: those it issues from
                         # the barrier before the attempt through the broadcast of the old value (thread 0's branch
                         # with the fence and the atomic only in warp 0), plus the loop's branch
