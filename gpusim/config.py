@@ -158,6 +158,9 @@ class L2Spec:
     atomic_request_cycles: float = P("cycles", 0, 10_000, default=0.0)
     capacity_fraction: float = P("fraction", 0.01, 1.0, default=1.0)  # share of size_bytes that holds distinct
                                     # lines (H100: far-partition accesses keep a second copy near the SM, so less)
+    # dirty lines of no kernel address the L2 holds when the kernel starts (bytes), least recently used: they are
+    # written back once the kernel's own lines push them out (Nsight Compute's replay leaves them there)
+    dirty_at_launch_bytes: int = P("bytes", 0, 1 << 34, default=0)
 
 
 @dataclass(frozen=True)

@@ -250,3 +250,27 @@ def test_write_drain_keeps_reads_row_open(drain):
         t += 1000.0
     misses = mem.stats.dram_row_misses
     assert misses == (2 if drain else 20)
+
+
+def test_dirty_lines_at_launch_are_written_back_once_the_footprint_passes_the_l2():
+    """l2.dirty_at_launch_bytes: the L2 starts with that many dirty lines of no kernel address, spread evenly over
+    the slices and least recently used.  A read-only footprint that stays below the L2's capacity less those lines
+    writes nothing back; one past the capacity pushes every one of them out: exactly their bytes are written."""
+    from gpusim.timing.engine import Engine
+    n = H100.l2.dirty_at_launch_bytes // H100.l2.line_bytes
+    assert n > 0
+
+    def read(n_lines):
+        mem = Engine(alu_trace(1), H100).mem
+        per_slice = [sum(1 for k in s if k < 0) for s in mem.l2_sets]
+        assert sum(per_slice) == n and max(per_slice) - min(per_slice) <= 1
+        lines = list(range(1 << 20, (1 << 20) + n_lines))
+        t = 0.0
+        for i in range(0, n_lines, 32):
+            chunk = lines[i:i + 32]
+            t = mem.load(i % H100.chip.sm_count, t, chunk, [0b1111] * len(chunk), False, mem.slices_of(chunk))
+        return mem.stats.dram_wr_bytes
+
+    cap = Engine(alu_trace(1), H100).mem.l2_capacity * H100.l2.slices
+    assert read(int(0.8 * (cap - n))) == 0
+    assert read(2 * cap) == n * H100.l2.line_bytes

@@ -96,6 +96,7 @@ class MemorySystem:
         self.l2_pend: dict[int, tuple[float, int]] = {}
         self._pend_cap = [4096] * (n_sm + 1)     # prune l1_pend[sm] / l2_pend (last) past this many entries
         self.l2_capacity = max(1, int(l2.size_bytes * l2.capacity_fraction) // l2.line_bytes // l2.slices)
+        self._fill_dirty_at_launch(l2.dirty_at_launch_bytes // l2.line_bytes)
         self.slice_free = [0.0] * l2.slices
         self.sector_cycles = l2.sector_bytes / l2.bytes_per_clk_per_slice
         self.sm_partition = sm_partition
@@ -127,6 +128,16 @@ class MemorySystem:
         self.blocks_per_row = max(1, dram.row_bytes // dram.interleave_bytes)
         # completion observers for bandwidth-over-time pictures: f(t, kind, bytes)
         self.observers: list = []
+
+    def _fill_dirty_at_launch(self, n_lines: int) -> None:
+        """The L2 as the kernel finds it: ``n_lines`` whole dirty lines that belong to no kernel address (negative
+        line numbers), spread evenly over the slices, each slice's the least recently used of its set.  The
+        kernel's lines push them out once its footprint nears the capacity; then they cost DRAM writes."""
+        q, r = divmod(max(0, n_lines), self.n_slices)
+        for s in range(self.n_slices):
+            sset = self.l2_sets[s]
+            for j in range(min(self.l2_capacity, q + (s < r))):
+                sset[-(j * self.n_slices + s + 1)] = 0xFF
 
     @staticmethod
     def _expand(mask: int, group: int) -> int:

@@ -217,7 +217,7 @@ def plan(trace: KernelTrace, gpu: GPUConfig | str = "h100", *, record_timeline: 
             dev = float(np.abs(per_wave - med).max()) / med
             return exact(f"waves differ in work ({name} per wave differ by up to {100 * dev:.1f}% from the median "
                          f"wave: a work gradient across the grid)")
-    cap = gpu.l2.size_bytes * gpu.l2.capacity_fraction
+    cap = gpu.l2.size_bytes * gpu.l2.capacity_fraction - gpu.l2.dirty_at_launch_bytes
     return SamplingPlan(True, "", W, waves, fits_l2=footprint_bound_bytes(trace) <= cap, cta_inst=inst)
 
 
