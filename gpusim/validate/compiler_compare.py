@@ -71,7 +71,7 @@ def compare_case(case, gpu) -> list[dict]:
             "regs_real": max(16, int(c["registers"])), "smem_builtin": smem_est,
             "smem_real": int(tr.shared_bytes_per_cta), "spill_store_bytes": int(c.get("spill_store_bytes", 0)),
             "sass_static": int(c.get("sass_instructions", 0)), "sass_per_pipe": c.get("sass_per_pipe", {}),
-            "trace_groups": groups, "trace_groups_per_pipe": groups_pipe,
+            "trace_groups": groups, "trace_groups_per_pipe": groups_pipe, "regs_basis": regs.get("basis", {}),
             "wall_s": round(time.perf_counter() - t0, 2)})
     return rows
 
