@@ -191,6 +191,49 @@ def test_register_estimate_formula():
     assert tr.local_bytes_per_thread == 4 * (tr.meta["registers"]["estimate"] - 255)
 
 
+@triton.jit
+def colsum_kernel(X, Out, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    cols = tl.program_id(0) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for first in range(0, M, BM):
+        rows = first + tl.arange(0, BM)
+        acc += tl.load(X + rows[:, None] * N + cols[None, :], mask=(rows[:, None] < M) & (cols[None, :] < N), other=0.)
+    tl.store(Out + cols, tl.sum(acc, axis=0), mask=cols < N)
+
+
+@triton.jit
+def sin_kernel(X, Out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Out + offs, tl.sin(tl.load(X + offs, mask=offs < n)), mask=offs < n)
+
+
+@pytest.mark.parametrize("trips", [1, 4])
+def test_register_estimate_counts_tiles_a_loop_carries(trips):
+    """``acc += tl.load(...)`` in a loop of two or more trips: the accumulator tile stays in registers across trips
+    (``carried_tiles``: its fp32 elements per thread); a one-trip loop, which the compiler folds away, carries none."""
+    BM, BN, W, N = 32, 128, 4, 256
+    x = RNG.standard_normal((trips * BM, N)).astype(np.float32)
+    out = np.zeros(N, np.float32)
+    tr = trace_launch(colsum_kernel, (N // BN,), [x, out, trips * BM, N], dict(BM=BM, BN=BN, num_warps=W))
+    np.testing.assert_allclose(out, x.sum(axis=0), rtol=1e-5, atol=1e-5)
+    basis = tr.meta["registers"]["basis"]
+    assert basis["carried_tiles"] == (BM * BN // (32 * W) if trips > 1 else 0)
+    est = costs.REG_BASE + sum(w * basis[k] for k, w in costs.REG_WEIGHTS.items()) \
+        + costs.REG_PER_EXTRA_LIBDEVICE_FN * basis["extra_libdevice_functions"]
+    assert tr.meta["registers"]["estimate"] == round(est)
+
+
+def test_register_estimate_counts_elements_through_a_math_function():
+    """A sine per element (a multi-instruction libdevice-style sequence): ``math_fn_elements`` is the elements per
+    thread that go through it (1024 over 4 warps: 8)."""
+    n = 4096
+    x = RNG.standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    tr = trace_launch(sin_kernel, (n // 1024,), [x, out, n], dict(BLOCK=1024, num_warps=4))
+    np.testing.assert_allclose(out, np.sin(x), rtol=1e-5, atol=1e-5)
+    assert tr.meta["registers"]["basis"]["math_fn_elements"] == 1024 // (32 * 4)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # vector widths, coalescing
 # ---------------------------------------------------------------------------------------------------------

@@ -208,6 +208,13 @@ class _Region:
     def merge(self, snap, locs, names):
         if self.carried and self._types0 is not None:
             self._check_types(locs, names)
+            rec = getattr(self, "rec", None)
+            if rec is not None:
+                self._merges = getattr(self, "_merges", 0) + 1
+                if self._merges == 2:         # a loop of one trip the compiler folds away: only from the second on
+                    rec.note_carried([locs.get(n) for n in names
+                                      if (self._types0.get(n) or "").startswith("<") and n in locs
+                                      and locs.get(n) is not getattr(self, "value", None)])
         if not self.masked or snap is None:
             return {}
         mask = C.ST.active()

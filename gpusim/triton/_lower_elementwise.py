@@ -254,6 +254,8 @@ class ElementwiseLowering:
                 n = getattr(self, "_philox_rounds", 10)
                 if shape:
                     units = sum(_ept_in(shape, L) for L in lays)
+                r = self._region()
+                r.mfn = max(r.mfn, units)      # the generator's four-word state per element: registers
                 keys = self._cost(K.PHILOX_KEY_ROUND, n, [ins[-1].src], line)
                 return self._cost(K.PHILOX_ROUND, units * n * (2 if dt.primitive_bitwidth == 64 else 1),
                                   deps + [keys], line)
@@ -318,6 +320,8 @@ class ElementwiseLowering:
             table = K.LIBDEVICE.get(name, K.LIBDEVICE_DEFAULT)
             if sum(n for p, n, _ in table if p != Pipe.BRANCH) > 8:
                 self.stats.math_fns.add(name)
+                r = self._region()
+                r.mfn = max(r.mfn, units)
             return self._cost(table, units * (2 if name not in K.LIBDEVICE_NO_FP64 and dt is C.float64 else 1),
                               deps, line)
         table = K.FLOAT_OP.get(kind)
@@ -325,6 +329,8 @@ class ElementwiseLowering:
             table = K.FLOAT_OP["add"]
         if kind in ("sin", "cos", "log", "log2", "erf"):
             self.stats.math_fns.add(kind)
+            r = self._region()
+            r.mfn = max(r.mfn, units)
         if kind in ("sin", "cos") and site is not None:
             # the second of sin/cos of one value reuses the first's range reduction
             x = ins[0] if ins else None

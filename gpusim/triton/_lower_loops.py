@@ -48,6 +48,17 @@ class LoopLowering:
                 self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, (), label="BAR.SYNC", line=line)
                 self._cost(K.PIPE_ITER, 1, (), line=line)
 
+    def note_carried(self, values) -> None:
+        """The tiles the current loop carries from one trip to the next (from its second trip on): their registers
+        per thread, for the register estimate (``Region.carry``)."""
+        regs = 0
+        for t in values:
+            dt = getattr(t, "dtype", None)
+            if getattr(t, "shape", None) and hasattr(t, "numel") and dt is not None and not dt.is_ptr():
+                regs += -(-self.ept(t) * max(1, dt.primitive_bitwidth) // 32)     # (pointers: ``addresses``)
+        r = self._region()
+        r.carry = max(r.carry, regs)
+
     def loop_end(self):
         lp = self.loops.pop()
         if lp.has_copies and lp.stages >= 2:

@@ -25,6 +25,8 @@ class Region:
         self.addr: dict = {}        # pointer site -> 64-bit address registers per thread kept live in the loop
         self.res: dict = {}         # dot site (no accumulator input) -> fp32 result registers per thread
         self.ew = 0                 # largest elementwise float tile, registers per thread
+        self.carry = 0              # tiles a loop of two or more trips carries (its accumulators), registers per thread
+        self.mfn = 0                # elements per thread through a multi-instruction math function or Philox
 
     def smem(self) -> int:
         return int(sum(self.pipe.values()) + sum(self.staging.values()) + self.scratch)
@@ -32,7 +34,10 @@ class Region:
     def features(self) -> dict:
         return {"dot_accumulators": int(sum(self.acc.values())), "dot_results": int(sum(self.res.values())),
                 "dot_operand_fragments": int(sum(self.frag.values())), "loaded_tiles": int(sum(self.loads.values())),
-                "addresses": int(sum(self.addr.values())), "elementwise": int(self.ew)}
+                "addresses": int(sum(self.addr.values())), "elementwise": int(self.ew),
+                # carried tiles other than the dot accumulators (counted above): ``acc += tl.load(...)`` in a loop
+                "carried_tiles": max(0, int(self.carry) - int(sum(self.acc.values())) - int(sum(self.res.values()))),
+                "math_fn_elements": int(self.mfn)}
 
     def regs(self) -> int:
         return int(sum(K.REG_WEIGHTS[k] * v for k, v in self.features().items()))
