@@ -234,6 +234,36 @@ def test_register_estimate_counts_elements_through_a_math_function():
     assert tr.meta["registers"]["basis"]["math_fn_elements"] == 1024 // (32 * 4)
 
 
+@triton.jit
+def keep_kernel(X, Out, n, p, seed, BLOCK: tl.constexpr, EARLY_STORE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n)
+    if EARLY_STORE:
+        tl.store(Out + offs, offs.to(tl.float32), mask=offs < n)
+    r = tl.rand(seed, offs)
+    tl.store(Out + offs, tl.where(r > p, x / (1 - p), 0.0), mask=offs < n)
+
+
+@pytest.mark.parametrize("early_store", [False, True])
+def test_load_sinks_past_long_independent_work_to_its_first_use(early_store):
+    """The dropout tutorial's shape: a load, then ~hundreds of Philox instructions that do not use it, then its use.
+    ptxas issues the load just before the use (its latency then shows as long-scoreboard stall); a store between
+    them pins it (it could alias)."""
+    n = 4096
+    x = RNG.standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    tr = trace_launch(keep_kernel, (n // 1024,), [x, out, n, 0.5, 7], dict(BLOCK=1024, EARLY_STORE=early_store))
+    ops = tr.tables[0].ops
+    ld = next(i for i, o in enumerate(ops) if o.kind == OpKind.LOAD)
+    use = next(j for j, o in enumerate(ops) if ld in o.deps)
+    between = sum(o.n_inst for o in ops[ld + 1:use])
+    if early_store:
+        assert between >= costs.LOAD_SINK_MIN_SLOTS        # the store kept it where the source has it
+    else:
+        assert use == ld + 1 and ops[ld - 1].label.startswith(("I", "LOP", "SHF", "PRMT", "F", "M"))
+        assert sum(o.n_inst for o in ops[:ld]) >= costs.LOAD_SINK_MIN_SLOTS
+
+
 # ---------------------------------------------------------------------------------------------------------
 # vector widths, coalescing
 # ---------------------------------------------------------------------------------------------------------

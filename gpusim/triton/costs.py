@@ -235,6 +235,12 @@ CONVERT_ROUND = [(BRANCH, 2, "BAR.SYNC x2")]
 #: arithmetic and the barrier that guards the scratch buffer's reuse.
 REDUCE_SETUP = [(INT, 5, "LOP3+ISETP+LEA")]
 
+# ---- instruction order ----------------------------------------------------------------------------------------------
+#: issue slots of independent straight-line work between a global load and its first use beyond which the load is
+#: issued just before the use (``_lower_base._sink_loads``), as ptxas places it: the dropout tutorial's loads sit
+#: after its ~350 Philox instructions in the SASS; loads whose use follows within a few instructions stay put.
+LOAD_SINK_MIN_SLOTS = 64
+
 # ---- registers per thread ----------------------------------------------------------------------------------------
 #: estimate = REG_BASE + sum(REG_WEIGHTS[f] * registers of tile kind f), for the loop (or the code outside loops)
 #: that needs the most, + REG_PER_EXTRA_LIBDEVICE_FN per libdevice function (sin, cos, log ...) beyond the first.
