@@ -181,6 +181,8 @@ class _Region:
     masked = False
     carried = False             # a loop Triton compiles as an scf loop: its carried values keep their types
     _types0 = None
+    rec = None                  # the lowering, for a loop it records
+    _merges = 0                 # trips merged so far (a loop's carried tiles are noted at the second)
 
     def snap(self, locs):
         if self.carried and self._types0 is None:
@@ -208,13 +210,11 @@ class _Region:
     def merge(self, snap, locs, names):
         if self.carried and self._types0 is not None:
             self._check_types(locs, names)
-            rec = getattr(self, "rec", None)
-            if rec is not None:
-                self._merges = getattr(self, "_merges", 0) + 1
+            if self.rec is not None:
+                self._merges += 1
                 if self._merges == 2:         # a loop of one trip the compiler folds away: only from the second on
-                    rec.note_carried([locs.get(n) for n in names
-                                      if (self._types0.get(n) or "").startswith("<") and n in locs
-                                      and locs.get(n) is not getattr(self, "value", None)])
+                    self.rec.note_carried([locs[n] for n in names if n in locs and (self._types0.get(n) or "")
+                                           .startswith("<") and locs[n] is not getattr(self, "value", None)])
         if not self.masked or snap is None:
             return {}
         mask = C.ST.active()

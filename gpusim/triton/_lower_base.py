@@ -280,17 +280,21 @@ class LoweringBase:
                 i = index.get(id(d))
                 if i is not None and i < j and i not in first_use:
                     first_use[i] = j
-        fence = (OpKind.STORE, OpKind.ATOMIC, OpKind.BARRIER, OpKind.ASYNC_COPY, OpKind.ASYNC_WAIT, OpKind.MMA)
+        fence = (OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.BARRIER, OpKind.ASYNC_COPY, OpKind.ASYNC_WAIT,
+                 OpKind.MMA)      # (another load between: the two keep their order)
         move: dict = {}
         for i, o in enumerate(ops):
             j = first_use.get(i)
             if o.kind != OpKind.LOAD or o.mem is None or o.mem.space != Space.GLOBAL or j is None or j - i < 2:
                 continue
-            between = ops[i + 1:j]
-            if any(b.kind in fence or b.loop is not o.loop or b.it != o.it or b.kind == OpKind.LOAD for b in between):
-                continue
-            if sum(b.n_inst for b in between) >= K.LOAD_SINK_MIN_SLOTS:
-                move.setdefault(j, []).append(o)
+            slots = 0
+            for b in ops[i + 1:j]:
+                if b.kind in fence or b.loop is not o.loop or b.it != o.it:
+                    break
+                slots += b.n_inst
+            else:
+                if slots >= K.LOAD_SINK_MIN_SLOTS:
+                    move.setdefault(j, []).append(o)
         if not move:
             return
         moved = {id(o) for v in move.values() for o in v}

@@ -78,6 +78,14 @@ def affine(kind, out, ins) -> tuple | None:
 class ElementwiseLowering:
     """``Recorder``'s lowering of elementwise tile ops (``alu``)."""
 
+    def _note_math_fn(self, units: int, name: str | None = None) -> None:
+        """``units`` elements per thread go through a multi-instruction math function (``name``, counted among the
+        kernel's libdevice functions) or Philox: the register estimate's ``math_fn_elements``."""
+        if name is not None:
+            self.stats.math_fns.add(name)
+        r = self._region()
+        r.mfn = max(r.mfn, units)
+
     def _layout_from(self, out, ins):
         best = None
         for x in ins:
@@ -254,8 +262,7 @@ class ElementwiseLowering:
                 n = getattr(self, "_philox_rounds", 10)
                 if shape:
                     units = sum(_ept_in(shape, L) for L in lays)
-                r = self._region()
-                r.mfn = max(r.mfn, units)      # the generator's four-word state per element: registers
+                self._note_math_fn(units)       # the generator's four-word state per element: registers
                 keys = self._cost(K.PHILOX_KEY_ROUND, n, [ins[-1].src], line)
                 return self._cost(K.PHILOX_ROUND, units * n * (2 if dt.primitive_bitwidth == 64 else 1),
                                   deps + [keys], line)
@@ -319,18 +326,14 @@ class ElementwiseLowering:
             name = kind[10:]
             table = K.LIBDEVICE.get(name, K.LIBDEVICE_DEFAULT)
             if sum(n for p, n, _ in table if p != Pipe.BRANCH) > 8:
-                self.stats.math_fns.add(name)
-                r = self._region()
-                r.mfn = max(r.mfn, units)
+                self._note_math_fn(units, name)
             return self._cost(table, units * (2 if name not in K.LIBDEVICE_NO_FP64 and dt is C.float64 else 1),
                               deps, line)
         table = K.FLOAT_OP.get(kind)
         if table is None:
             table = K.FLOAT_OP["add"]
         if kind in ("sin", "cos", "log", "log2", "erf"):
-            self.stats.math_fns.add(kind)
-            r = self._region()
-            r.mfn = max(r.mfn, units)
+            self._note_math_fn(units, kind)
         if kind in ("sin", "cos") and site is not None:
             # the second of sin/cos of one value reuses the first's range reduction
             x = ins[0] if ins else None

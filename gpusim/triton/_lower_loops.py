@@ -53,9 +53,8 @@ class LoopLowering:
         per thread, for the register estimate (``Region.carry``)."""
         regs = 0
         for t in values:
-            dt = getattr(t, "dtype", None)
-            if getattr(t, "shape", None) and hasattr(t, "numel") and dt is not None and not dt.is_ptr():
-                regs += -(-self.ept(t) * max(1, dt.primitive_bitwidth) // 32)     # (pointers: ``addresses``)
+            if isinstance(t, C.tensor) and t.shape and not t.dtype.is_ptr():       # (pointers: ``addresses``)
+                regs += -(-self.ept(t) * max(1, t.dtype.primitive_bitwidth) // 32)
         r = self._region()
         r.carry = max(r.carry, regs)
 
