@@ -235,6 +235,43 @@ def test_register_estimate_counts_elements_through_a_math_function():
 
 
 @triton.jit
+def half_max_kernel(X, Out, n, BLOCK: tl.constexpr, HOW: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n)
+    if HOW == "maximum":
+        y = tl.maximum(x, 0.0)
+    elif HOW == "add":
+        y = x + 1.0
+    else:
+        y = x + offs.to(tl.float32)
+    tl.store(Out + offs, y.to(x.dtype), mask=offs < n)
+
+
+@pytest.mark.parametrize("how,per_elem", [("maximum", ("HADD2.F32", "FMNMX", "F2FP")), ("add", ("HADD2",)),
+                                          ("mixed", ("HADD2.F32", "FADD", "F2FP"))])
+def test_implicit_promotion_of_fp16_costs_conversions(how, per_elem):
+    """Triton makes the number in ``tl.maximum(x, 0.0)`` an fp32 tensor first (tl.maximum calls to_tensor), so fp16
+    x computes in fp32: one HADD2.F32 per element, the max, and one F2FP per pair for the store's ``.to`` -- as the
+    SASS of triton 3.6 for sm_90a has it.  ``x + 1.0`` keeps the number weakly typed (packed fp16 adds); an fp16
+    tensor plus an fp32 tensor converts the fp16 one."""
+    n, BLOCK = 4096, 1024
+    x = RNG.standard_normal(n).astype(np.float16)
+    out = np.zeros(n, np.float16)
+    tr = trace_launch(half_max_kernel, (n // BLOCK,), [x, out, n], dict(BLOCK=BLOCK, HOW=how, num_warps=4))
+    ref = {"maximum": np.maximum(x.astype(np.float32), 0), "add": x + np.float16(1),
+           "mixed": x.astype(np.float32) + np.arange(n, dtype=np.float32)}[how]
+    np.testing.assert_allclose(out.astype(np.float32), ref.astype(np.float16).astype(np.float32), rtol=1e-3)
+    epw = BLOCK // (32 * 4)                    # elements per thread
+    ops = {o.label.split(".")[0] if o.label.startswith("F2FP") else o.label: o.n_inst for o in tr.tables[0].ops
+           if o.line == tr.tables[0].ops[-1].line or o.label in ("HADD2.F32", "HADD2", "FMNMX", "FADD")}
+    want = {"HADD2.F32": epw, "FMNMX": epw, "FADD": epw, "F2FP": epw // 2, "HADD2": epw // 2}
+    for label in per_elem:
+        assert ops.get(label) == want[label], (label, ops)
+    if how == "add":
+        assert "HADD2.F32" not in ops and "F2FP" not in ops
+
+
+@triton.jit
 def keep_kernel(X, Out, n, p, seed, BLOCK: tl.constexpr, EARLY_STORE: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(X + offs, mask=offs < n)

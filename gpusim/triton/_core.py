@@ -434,6 +434,9 @@ def binary(op: str, a, b) -> tensor | Any:
         ct = float32
     if op == "floordiv" and not ct.is_int():
         fail(CompileError, f"unexpected type {ct!r} for //")
+    if ct.is_floating() and st is not None and st.rec is not None:
+        ta = promote_operand(ta, a_s, ct)
+        tb = promote_operand(tb, b_s, ct)
     npd = ct.np
     va = vshape(ta, shape)
     vb = vshape(tb, shape)
@@ -485,6 +488,15 @@ def binary(op: str, a, b) -> tensor | Any:
         _prov2(out, ta, tb)
         st.rec.alu(out, (ta, tb), op if op not in _CMP else ("fcmp" if ct.is_floating() else "icmp"))
     return out
+
+
+def promote_operand(t: tensor, is_py_scalar: bool, ct: dtype) -> tensor:
+    """An operand of a floating-point computation of type ``ct``, converted as Triton's implicit cast does (one
+    conversion instruction per element: HADD2.F32, F2FP, I2F, F2F.F64); a Python number is a constant of ``ct``
+    already, and a boolean or an operand of type ``ct`` needs none."""
+    if is_py_scalar or t.dtype == ct or t.dtype is int1 or t.dtype.is_ptr():
+        return t
+    return cast(t, ct)
 
 
 def _prov2(out, a, b):

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from . import _axisinfo as AI
 from . import _core as C
-from ._core import bfloat16, binary, cast, fail, float16, int1, tensor, to_tensor, unwrap, vshape
+from ._core import bfloat16, binary, cast, fail, float16, float32, int1, tensor, to_tensor, unwrap, vshape
 from ._ops_reduce import reduce_max, reduce_sum
 
 
@@ -94,7 +94,7 @@ def div_rn(x, y):
 
 
 def fma(x, y, z):
-    x, y, z = unwrap(x), unwrap(y), unwrap(z)
+    x, y, z = (to_tensor(unwrap(t)) for t in (x, y, z))     # Triton makes numbers tensors first: not weakly typed
     st = C.ST
     rec, st.rec = st.rec, None
     try:
@@ -141,10 +141,12 @@ def maximum(x, y, propagate_nan=None):
 
 
 def _minmax2(x, y, propagate_nan, is_max):
-    x, y = unwrap(x), unwrap(y)
-    tx = x if isinstance(x, tensor) else to_tensor(x)
-    ty = y if isinstance(y, tensor) else to_tensor(y)
-    ct = C.computation_type(tx.dtype, C._is_scalar_py(x), ty.dtype, C._is_scalar_py(y), False)
+    # Triton's tl.minimum/maximum make a Python number a tensor first (an fp32 or int32 constant), so it is not
+    # weakly typed as in ``x + 0.0``: fp16 with 0.0 computes in fp32; bf16 is promoted to fp32 as well.
+    tx, ty = (_promote_bf16(to_tensor(unwrap(t))) for t in (x, y))
+    ct = C.computation_type(tx.dtype, False, ty.dtype, False, False)
+    if ct.is_floating() and getattr(C.ST, "rec", None) is not None:
+        tx, ty = C.promote_operand(tx, False, ct), C.promote_operand(ty, False, ct)
     shape = C.broadcast_shapes(tx.shape, ty.shape)
     a = vshape(tx, shape).astype(ct.np, copy=False)
     b = vshape(ty, shape).astype(ct.np, copy=False)
@@ -169,6 +171,10 @@ def _minmax2(x, y, propagate_nan, is_max):
     return out
 
 
+def _promote_bf16(t):
+    return cast(t, float32) if t.dtype is bfloat16 else t
+
+
 def clamp(x, min, max, propagate_nan=None):
     return minimum(maximum(x, min, propagate_nan), max, propagate_nan)
 
@@ -188,6 +194,8 @@ def where(condition, x, y):
         a, b = vshape(tx, shape), vshape(ty, shape)
     else:
         ct = C.computation_type(tx.dtype, C._is_scalar_py(x), ty.dtype, C._is_scalar_py(y), False)
+        if ct.is_floating() and getattr(C.ST, "rec", None) is not None:
+            tx, ty = C.promote_operand(tx, C._is_scalar_py(x), ct), C.promote_operand(ty, C._is_scalar_py(y), ct)
         a = vshape(tx, shape).astype(ct.np, copy=False)
         b = vshape(ty, shape).astype(ct.np, copy=False)
     v = np.where(vshape(c, shape), a, b)
