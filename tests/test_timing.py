@@ -274,3 +274,20 @@ def test_dirty_lines_at_launch_are_written_back_once_the_footprint_passes_the_l2
     cap = Engine(alu_trace(1), H100).mem.l2_capacity * H100.l2.slices
     assert read(int(0.8 * (cap - n))) == 0
     assert read(2 * cap) == n * H100.l2.line_bytes
+
+
+def test_stores_wait_for_the_l2_write_side_and_warps_exit_after_their_acknowledgements():
+    """l2.write_bytes_per_clk_per_slice: a store-only stream that stays in the L2 is bound by the slices' write
+    side (slices x that many bytes per clock), and its warps wait at EXIT for the acknowledgements (the "drain"
+    stall).  Without the limit the same stream is faster and its warps hardly drain."""
+    import dataclasses
+    n = 1 << 19                                             # threads storing 16 B each: 8 MiB, well inside the L2
+    tr = streaming_trace(n, n_in=0, block=1024, elem=16)
+    on = run(tr, H100)
+    off = run(tr, dataclasses.replace(H100, l2=dataclasses.replace(H100.l2, write_bytes_per_clk_per_slice=0.0)))
+    port = 16 * n / (H100.l2.slices * H100.l2.write_bytes_per_clk_per_slice)     # cycles the write side needs
+    busy = on.cycles - on.launch_overhead_cycles
+    assert port <= busy <= 1.3 * port + H100.chip.drain_cycles + 2000
+    assert off.cycles < on.cycles - 0.25 * port
+    assert on.stall_cycles["drain"] > 10 * off.stall_cycles.get("drain", 0)
+    assert on.memory["dram_wr_bytes"] == off.memory["dram_wr_bytes"]      # the same lines end up dirty either way

@@ -196,8 +196,10 @@ class Engine:
                     # the coalesced requests stay numpy arrays, read through memoryviews (a warp's part is a slice
                     # whose items become ints as the memory system takes them), so that a long run holds no
                     # per-line Python objects
+                    # (a store's flag instead: it is 4 bytes per lane or narrower, so that back-to-back ones over the
+                    # same sectors merge, see MemorySystem.store)
                     use_l1 = (self.cache_loads_l1 or int(m.space) == _LOCAL) if kind == _LOAD \
-                        else m.bytes_per_lane < 16
+                        else (m.bytes_per_lane <= 4 if kind == _STORE else m.bytes_per_lane < 16)
                     x = (memoryview(np.ascontiguousarray(m.line)), memoryview(np.ascontiguousarray(m.smask)),
                          m.ptr.tolist(), memoryview(self.mem.slices_of(m.line)), use_l1)
                     if kind == _ATOM and op.sync and m.addr is not None:
@@ -382,23 +384,36 @@ class Engine:
             self._release_barrier(cta)
         if self.grid_arrived and len(self.grid_arrived) == self.grid_warps - self.warps_exited:
             self._release_grid_barrier()
+        if t > cta.t_end:
+            cta.t_end = t          # the CTA retires when its last warp has (warps drain their stores apart)
         if cta.live == 0:
-            cta.t_end = t
-            if self.locks:
-                self._release_locks_of(cta)
-            sm.ctas.remove(cta)
-            self.ctas_done += 1
-            self.t_last_cta = max(self.t_last_cta, t)
-            self.cta_spans.append((cta.cta_id, sm.index, cta.t_start, t))
-            if self._progress is not None and self.ctas_done >= self._progress_next:
-                self._progress_next = self.ctas_done + self._progress_stride
-                self._progress(self.ctas_done)
-            if self.next_cta < self.n_ctas:
-                self._dispatch_later(sm, max(0.0, t - self.env.now) + self.gpu.chip.cta_launch_cycles)
-            elif self.ctas_done == self.n_ctas:
-                for s in self.sms:
-                    for sc in s.scheds:
-                        sc.wake()
+            t = cta.t_end
+            if t > self.env.now:
+                # its stores still draining: the CTA keeps its place on the SM until then
+                ev = self.env.timeout(t - self.env.now)
+                ev.callbacks.append(lambda _ev, cta=cta: self._retire(cta))
+            else:
+                self._retire(cta)
+
+    def _retire(self, cta: CTA) -> None:
+        """A CTA whose warps have all exited gives its place on the SM back."""
+        sm = cta.sm
+        t = cta.t_end
+        if self.locks:
+            self._release_locks_of(cta)
+        sm.ctas.remove(cta)
+        self.ctas_done += 1
+        self.t_last_cta = max(self.t_last_cta, t)
+        self.cta_spans.append((cta.cta_id, sm.index, cta.t_start, t))
+        if self._progress is not None and self.ctas_done >= self._progress_next:
+            self._progress_next = self.ctas_done + self._progress_stride
+            self._progress(self.ctas_done)
+        if self.next_cta < self.n_ctas:
+            self._dispatch_later(sm, max(0.0, t - self.env.now) + self.gpu.chip.cta_launch_cycles)
+        elif self.ctas_done == self.n_ctas:
+            for s in self.sms:
+                for sc in s.scheds:
+                    sc.wake()
 
     # ---- barriers ------------------------------------------------------------------------------------
     def barrier_arrive(self, w: Warp, t: float) -> None:

@@ -33,6 +33,10 @@ COMPACT_EVERY = 512
 _MASK64 = (1 << 64) - 1
 
 
+#: cycles per booking bin of an L2 slice's write side (see MemorySystem._write_port)
+WRITE_BIN_CYCLES = 64
+
+
 def _evict_first(sets: list[dict], evictions: list[int], i: int) -> tuple[int, int]:
     """Take the least recently used line (the dict's first) out of set ``i``; return it and its bits.  Every
     ``COMPACT_EVERY`` evictions the set's dict is rebuilt (``sets[i]`` is then a new dict)."""
@@ -99,6 +103,12 @@ class MemorySystem:
         self._fill_dirty_at_launch(l2.dirty_at_launch_bytes // l2.line_bytes)
         self.slice_free = [0.0] * l2.slices
         self.sector_cycles = l2.sector_bytes / l2.bytes_per_clk_per_slice
+        # the data array's write side (stores and DRAM fills), when it is slower than the slice's pipeline
+        self.slice_wbins: list[dict[int, float]] = [{} for _ in range(l2.slices)]   # bin -> sectors booked
+        # bins [first, end) known full, and the size of the bins' dict at which to forget old ones
+        self.slice_wrun = [[0, 0, 512] for _ in range(l2.slices)]
+        self.write_sector_cycles = (l2.sector_bytes / l2.write_bytes_per_clk_per_slice
+                                    if l2.write_bytes_per_clk_per_slice > 0 else 0.0)
         self.sm_partition = sm_partition
         self.slice_partition = slice_partition
         # latency[sm_partition][slice_partition] (load-to-use, cycles)
@@ -205,14 +215,70 @@ class MemorySystem:
             h = (a * np.uint64(_MIX)) >> np.uint64(29)
         return (h % np.uint64(self.n_slices)).astype(np.int32)
 
-    def l2_write(self, sm_part: int, t: float, line: int, mask: int) -> None:
-        """Store sectors ``mask`` of ``line`` into L2 (write-back, no fetch: byte masks are kept)."""
+    def _write_port(self, s: int, t: float, nsec: int) -> float:
+        """Write ``nsec`` sectors into slice ``s``'s data array from cycle ``t`` on; return when they are written.
+
+        The write side is booked in bins of WRITE_BIN_CYCLES, each holding as many sectors as it can write, so that
+        a request that reaches the slice at an earlier cycle than one booked before it (the SMs' clocks run apart
+        by up to a few hundred cycles) takes the room still free then instead of queueing behind it.  Bins
+        ``[run[0], run[1])`` are known full: a request that falls in them goes to the first bin after them (and
+        ``run[2]`` is the number of bins past which the old ones are forgotten).
+        """
+        wc = self.write_sector_cycles
+        bins = self.slice_wbins[s]
+        run = self.slice_wrun[s]
+        b = int(t // WRITE_BIN_CYCLES)
+        if run[0] <= b < run[1]:
+            b = run[1]
+        b0 = b
+        cap = WRITE_BIN_CYCLES / wc
+        need = float(nsec)
+        while True:
+            used = bins.get(b, 0.0)
+            take = cap - used
+            if take >= need:
+                used += need
+                bins[b] = used
+                done = b * WRITE_BIN_CYCLES + used * wc
+                break
+            if take > 0:
+                bins[b] = cap
+                need -= take
+            b += 1
+            if b == run[0]:
+                b = run[1]
+        # bins b0 .. b-1 are full now (and b too, if this request filled it)
+        end = b + 1 if cap - used < 1e-9 else b
+        if end > b0:
+            if b0 <= run[1] and end >= run[0]:
+                run[0], run[1] = min(run[0], b0), max(run[1], end)
+            else:
+                run[0], run[1] = b0, end
+        if len(bins) > run[2]:
+            old = min(run[0], int(t // WRITE_BIN_CYCLES)) - 256
+            for k in [k for k in bins if k < old]:
+                del bins[k]
+            run[2] = max(512, 2 * len(bins))
+        return done if done > t + nsec * wc else t + nsec * wc
+
+    def l2_write(self, sm_part: int, t: float, line: int, mask: int, new: int = -1) -> float:
+        """Store sectors ``mask`` of ``line`` into L2 (write-back, no fetch: byte masks are kept); return when the
+        SM is free of it (see below; 0 when the write side is not modelled).  ``new``: the
+        sectors that cost the write side (default all of ``mask``; sectors merged with the warp's previous store
+        cost nothing more there)."""
         s = _hash(line) % self.n_slices
         arr = t + self.xbar_cycles
         free = self.slice_free[s]
         start = arr if arr > free else free
         nsec = POPCOUNT[mask]
         self.slice_free[s] = start + nsec * self.sector_cycles
+        # (no write side modelled: the store needs no acknowledgement)
+        ack = 0.0
+        if self.write_sector_cycles:
+            ns = nsec if new < 0 else POPCOUNT[new]
+            # the SM may let the store go once the slice is a crossbar trip from taking it: a write side with no
+            # backlog holds no warp, a backed-up one holds the warps whose stores queue behind it
+            ack = self._write_port(s, start, ns) - ns * self.write_sector_cycles - self.xbar_cycles
         self.stats.l2_wr_sectors += nsec
         if self.observers:
             for f in self.observers:
@@ -223,6 +289,7 @@ class MemorySystem:
             sset[line] = v | mask | (mask << 4)
         else:
             self._l2_insert(s, sset, line, mask | (mask << 4), start)
+        return ack
 
     def l2_atomic(self, sm_part: int, t: float, line: int, mask: int, ops: int) -> float:
         """An atomic on ``ops`` lane-operations in ``line`` performed at the L2 slice; return result time."""
@@ -383,30 +450,53 @@ class MemorySystem:
         fetch = self.fetch_expand[m2] & ~v & 15
         lat = self.l2_latency[part][self.slice_partition[s]]
         delay = self._dram(start + lat * 0.5, line, fetch, False)
+        if self.write_sector_cycles:
+            # the fill is written into the data array, booked when the miss is (a reservation later than now would
+            # hold up the slice's earlier stores): a write side backed up by then delays the data
+            nf = POPCOUNT[fetch]
+            wait = self._write_port(s, start, nf) - nf * self.write_sector_cycles - start
+            if wait > delay:
+                delay = wait
         if v:
             sset[line] = v | fetch
         else:
             self._l2_insert(s, sset, line, fetch, start)
         return arr - self.xbar_cycles + (start - arr) + self.dram_latency + delay
 
-    def store(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int]) -> float:
-        """A warp's global store: L1 write-through without allocation (a cached copy is updated)."""
+    def store(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int],
+              prev: dict | None = None) -> tuple[float, dict | None]:
+        """A warp's global store: L1 write-through without allocation (a cached copy is updated).  Returns when the
+        SM is free of it (the warp cannot exit before) and, when the L2's write side is modelled, the sectors it
+        wrote per line: ``prev``, those of the warp's store just before this one, go out merged with it."""
         n = len(lines)
         if n <= 0:
-            return t
+            return t, prev
         free = self.l1_free[sm]
         t0 = t if t > free else free
         self.l1_free[sm] = t0 + n
         st = self.stats
         part = self.sm_partition[sm]
         od = self.l1_lines[sm]
+        ack = t0 + n
+        # a warp's back-to-back narrow stores to the same sectors leave the SM as one write (a thread's consecutive
+        # elements, STG.E.32 x 4 over the same 16 sectors of a warp's lines: benchmarks/device/store_merge.py
+        # s32x4 reaches the L2 as 976K sector writes against 787K for whole sectors and 3.1M unmerged; its
+        # 64-bit twin s64x2 hardly merges, 1.34M against 1.57M, so the caller passes ``prev`` for narrow ones only)
+        cur: dict | None = {} if self.write_sector_cycles else None
         for j, line, m in zip(range(n), lines, masks):
             st.l1_st_sectors += POPCOUNT[m]
             have = od.get(line)
             if have is not None:
                 od[line] = have | m
-            self.l2_write(part, t0 + j, line, m)
-        return t0 + n
+            new = -1
+            if cur is not None:
+                seen = cur.get(line, 0) | (prev.get(line, 0) if prev else 0)
+                new = m & ~seen
+                cur[line] = cur.get(line, 0) | m
+            a = self.l2_write(part, t0 + j, line, m, new)
+            if a > ack:
+                ack = a
+        return ack, cur
 
     def atomic(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int], lanes: int) -> float:
         """A warp's global atomic on ``lanes`` lanes, performed at the L2 slices; return when results are back."""

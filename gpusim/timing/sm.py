@@ -38,6 +38,7 @@ _ALU, _LOAD, _STORE, _ATOM, _BAR, _MMA, _ACOPY, _AWAIT, _GSYNC = (int(k) for k i
 _MEMBAR = 100        # a GPU/system-scope fence (an ALU op labelled MEMBAR.*.GPU/.SYS, see Engine.compiled)
 _SHARED, _LOCAL = int(Space.SHARED), int(Space.LOCAL)
 _LSU = int(Pipe.LSU)
+_DRAIN = STALL_REASONS.index("drain")
 _TENSOR = int(Pipe.TENSOR)
 N_PIPES = len(Pipe)
 
@@ -66,7 +67,7 @@ class Warp:
     program counter and scoreboard."""
 
     __slots__ = ("uid", "cta", "wi", "stream", "pc", "ready_at", "pending", "reason", "sched", "slot",
-                 "t_arrive", "done", "in_cta")
+                 "t_arrive", "done", "in_cta", "acked_at", "last_store", "last_store_pc")
 
     def __init__(self, uid: int, cta: CTA, wi: int, in_cta: int, stream: list[tuple], n_slots: int, t: float):
         self.uid = uid
@@ -82,6 +83,9 @@ class Warp:
         self.slot = 0
         self.t_arrive = t
         self.done = False
+        self.acked_at = 0.0     # when the SM is free of the warp's stores so far (it exits after that)
+        self.last_store = None  # the sectors per line of its last store (op last_store_pc), which the next may merge
+        self.last_store_pc = -2
 
 
 class WarpScheduler:
@@ -293,7 +297,13 @@ class WarpScheduler:
                     elif kind == _ACOPY or kind == _LOAD:
                         pend[ws] = self.mem_load(self.smi, t, line_a[lo:hi], mask_a[lo:hi], use_l1, slice_a[lo:hi])
                     elif kind == _STORE:
-                        self.engine.mem.store(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi])
+                        # (use_l1: a store of 4 bytes per lane or narrower, which merges with the warp's store
+                        # just before it over the same sectors)
+                        a, wrote = self.engine.mem.store(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi],
+                                                      w.last_store if use_l1 and w.last_store_pc == pc - 1 else None)
+                        w.last_store, w.last_store_pc = wrote if use_l1 else None, pc
+                        if a > w.acked_at:
+                            w.acked_at = a
                     else:
                         eng = self.engine
                         r = eng.mem.atomic(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi],
@@ -345,6 +355,12 @@ class WarpScheduler:
                 eng.barrier_arrive(w, end)
         elif pc >= n:
             w.done = True
+            if w.acked_at > end:
+                # EXIT waits until the memory system has acknowledged the warp's stores
+                stall[_DRAIN] += w.acked_at - end
+                if tl is not None:
+                    tl.append((self.sm.index, self.index, w.uid, end, w.acked_at, _DRAIN, k, k))
+                w.ready_at = w.acked_at
         return issued
 
 

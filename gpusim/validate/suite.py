@@ -83,6 +83,7 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
     "kernels/burst_read.py": {"n": 1024},
     "kernels/reg_hold_copy.py": {"n": 3000, "blocks": 3},
     "kernels/tl_relu.py": {"n": 5000},
+    "kernels/tl_stream_rw.py": {"n": 5000},
     "kernels/tl_sigmoid3.py": {"n": 5000},
     "kernels/tl_tut_dropout.py": {"n": 5000},
     "kernels/tl_tut_layernorm.py": {"M": 40, "N": 300, "BLOCK_SIZE": 128, "GROUP_SIZE_M": 8},
@@ -251,6 +252,11 @@ def _build_cases() -> list[Case]:
     for p in (20, 22, 24, 26):
         add(f"fill_n{1 << p}", "fill", {"n": 1 << p}, "writeback",
             f"store-only: {4 << p >> 20} MiB written", tags=("heavy",) if p >= 26 else ())
+    # ---- the L2's write path: big-tile streams that copy, only read, or only write, under and over the L2
+    for p in (20, 21, 22, 23, 24, 25):
+        for mode in ("copy", "read", "write"):
+            add(f"rw_{mode}_n{1 << p}", "tl_stream_rw", {"n": 1 << p, "mode": mode}, "stream_rw",
+                f"{mode}: {4 << p >> 20} MiB of fp32 in 1024-element programs", tags=("heavy",) if p >= 25 else ())
     # ---- spin locks and atomic round trips (kernels/tl_spinlock.py): the records behind the lock and fence timing
     for g in (1, 8, 64, 512):
         for w in (1, 4):
