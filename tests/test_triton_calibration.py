@@ -61,6 +61,7 @@ _SHRINK = {
     "kernels/tl_flash_attn_bwd.py": lambda p: dict(p, Z=1, H=1),
     "kernels/tl_attention_naive.py": lambda p: dict(p, Z=1, H=1),
     "kernels/tl_relu.py": lambda p: dict(p, n=min(p["n"], 1 << 16)),
+    "kernels/tl_stream_rw.py": lambda p: dict(p, n=min(p["n"], 1 << 16)),
     "kernels/tl_sigmoid3.py": lambda p: dict(p, n=min(p["n"], 1 << 16)),
 }
 

@@ -32,6 +32,7 @@ SMALL = {
     "tl_flash_attn_bwd": [{"H": 1, "N_CTX": 128, "HEAD_DIM": 32, "BLOCK_M": 32, "BLOCK_N": 32}],
     "tl_attention_naive": [{"H": 1, "N_CTX": 128, "HEAD_DIM": 64, "BM": 64, "BN": 64, "BK": 32}],
     "tl_relu": [{"n": 5000}, {"n": 3000, "dtype": "float16"}],
+    "tl_stream_rw": [{"n": 5000, "mode": "copy"}, {"n": 3000, "mode": "read"}, {"n": 4096, "mode": "write"}],
     "tl_sigmoid3": [{"n": 5000, "mode": "store"}, {"n": 3000, "mode": "recompute"}],
     "tl_tut_dropout": [{"n": 5000}, {"n": 3000, "p": 0.25, "seed": 2 ** 33 + 5}],
     "tl_tut_layernorm": [{"M": 40, "N": 300, "BLOCK_SIZE": 128, "GROUP_SIZE_M": 8},

@@ -302,6 +302,13 @@ class ElementwiseLowering:
                 table = K.CVT_INT_TO_F32
             else:
                 table = K.CVT_F32_TO_INT
+            x = ins[0] if ins else None
+            if shape and x is not None and x.dtype.is_int() and x.shape == shape:
+                # an integer tile kept as a few affine values (offs = base + arange) is converted per element: each
+                # element's value is materialized first (one add each beyond the values the tile already holds)
+                have = sum(distinct_values(shape, L, x.aff, x.ax, False) for L in lays)
+                if units > have:
+                    deps = deps + [self._cost(K.INT_OP["add"], units - have, deps, line)]
             return self._cost(table, units, deps, line)
         if kind == "fcmp":
             return self._cost(K.FLOAT_OP["fcmp"], units * (0.5 if any(x.dtype.name in _FP16ISH for x in ins) else 1),

@@ -167,7 +167,7 @@ HALF_OP = [(FP16, 0.5, "HADD2")]
 #: conversions, per element
 CVT_F16_TO_F32 = [(FP16, 1, "HADD2.F32")]
 CVT_F32_TO_F16 = [(INT, 0.5, "F2FP.F16.F32.PACK_AB")]
-CVT_INT_TO_F32 = [(INT, 1, "I2FP.F32.S32")]
+CVT_INT_TO_F32 = [(FP32, 1, "I2FP.F32.S32")]     # the fma pipe on sm_90 (rw_write_*: 9 fma-pipe instructions per warp)
 CVT_F32_TO_INT = [(SFU, 1, "F2I.TRUNC")]
 CVT_F64 = [(FP64, 1, "F2F.F64")]
 #: a constant tile materialized in registers (a dot's zero accumulator): CS2R per 64 bits (tl_matmul_1409: 32
