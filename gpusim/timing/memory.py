@@ -255,9 +255,11 @@ class MemorySystem:
             else:
                 run[0], run[1] = b0, end
         if len(bins) > run[2]:
-            old = min(run[0], int(t // WRITE_BIN_CYCLES)) - 256
+            old = int(t // WRITE_BIN_CYCLES) - 256      # bins well before the request's cycle: none books there
             for k in [k for k in bins if k < old]:
                 del bins[k]
+            if run[0] < old:
+                run[0] = min(old, run[1])
             run[2] = max(512, 2 * len(bins))
         return done if done > t + nsec * wc else t + nsec * wc
 
