@@ -23,6 +23,7 @@ from gpusim.errors import GpusimError
 from gpusim.metrics import Report
 from gpusim.timing.counterfactual import (IDEAL_KEYS, compaction, divergent_fraction, perfectly_coalesced, replay,
                                           tail_by_rounding, wave_rounded, without_bank_conflicts)
+from gpusim.timing.engine import Engine
 from gpusim.trace import WARP, KernelTrace, Op, OpKind, OpTable, Pipe, coalesce_global
 
 KERNELS = "kernels/"
@@ -220,7 +221,13 @@ def test_chip_limits_are_replayed_and_never_slower_for_a_stream(strided32):
         r = e.record(key)
         assert r["applicable"] and r["kind"] == "chip"
         assert r["cycles_without"] <= rep.cycles
-    assert e.record("dram_bandwidth")["saving_pct"] > 30            # the stride-32 reads move 8x the bytes used
+    # the stride-32 reads move 8x the bytes used; without the DRAM limit the L2's write side (the fills,
+    # ~2,000 B/clk on the H100, close to DRAM's own rate) binds next, so the saving stays well under 8x
+    assert 15 < e.record("dram_bandwidth")["saving_pct"] < 60
+    cfg = dataclasses.replace(rep.config, l2=dataclasses.replace(rep.config.l2, write_bytes_per_clk_per_slice=0.0))
+    base = replay("dram_bandwidth", rep.trace, cfg)                  # no write-side limit: DRAM alone binds
+    full = Engine(rep.trace, cfg).run(progress=None).cycles
+    assert base.cycles < 0.7 * full
 
 
 def test_not_applicable_causes_are_listed_with_saving_zero(bank32):
