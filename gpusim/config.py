@@ -164,6 +164,9 @@ class L2Spec:
     # bytes per clock one slice writes into its data array: stores from the SMs and line fills from DRAM (0: no
     # limit beyond bytes_per_clk_per_slice); a warp's stores are acknowledged when written, and it exits after that
     write_bytes_per_clk_per_slice: float = P("bytes/clock", 0, 4096, default=0.0)
+    # SMs (consecutive indices: a TPC) whose reads leave for the L2 through one port, where a request for sectors
+    # that the group already has in flight merges with it (no slice bandwidth; its data comes with the first's)
+    merge_sms: int = P("SMs", 1, 64, default=1)
 
 
 @dataclass(frozen=True)

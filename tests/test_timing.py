@@ -1,6 +1,8 @@
 """The timing engine on hand-built traces: occupancy, DRAM traffic, caches, waves, barriers, determinism."""
 import math
 
+import numpy as np
+
 import pytest
 
 from gpusim.config import load_gpu
@@ -291,3 +293,37 @@ def test_stores_wait_for_the_l2_write_side_and_warps_exit_after_their_acknowledg
     assert off.cycles < on.cycles - 0.25 * port
     assert on.stall_cycles["drain"] > 10 * off.stall_cycles.get("drain", 0)
     assert on.memory["dram_wr_bytes"] == off.memory["dram_wr_bytes"]      # the same lines end up dirty either way
+
+
+def test_the_two_sms_of_a_tpc_merge_reads_of_sectors_already_in_flight():
+    """l2.merge_sms: a read for sectors that the other SM of the same TPC (SMs 2k, 2k+1) has in flight merges with it
+    on its way to the L2 -- no slice time, no L2 sectors, the data comes with the first request -- while the same
+    read from an SM of another TPC, or after the data is back, goes to the L2 (the H100 microbenchmark: two SMs
+    of a TPC reading the same 64 KB send exactly half the sectors, records/h200/l2_hit_bandwidth.json)."""
+    import dataclasses
+    from gpusim.timing.memory import MemorySystem
+    from gpusim.timing.chip import build_wiring
+    gpu2 = dataclasses.replace(H100, l2=dataclasses.replace(H100.l2, merge_sms=2))
+
+    def mem(gpu):
+        w = build_wiring(gpu)
+        return MemorySystem(gpu, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
+
+    lines = list(range(1000, 1016))                  # 16 lines, all four sectors
+    masks = [15] * 16
+    m = mem(gpu2)
+    sl = m.slices_of(np.array(lines, np.int64)).tolist()
+    first = m.load(0, 0.0, lines, masks, False, sl)  # SM 0: to the L2 (DRAM: the lines are cold)
+    assert m.stats.l2_rd_sectors == 64
+    again = m.load(1, 10.0, lines, masks, False, sl)  # SM 1, same TPC, while in flight: merged
+    assert m.stats.l2_rd_sectors == 64 and m.stats.l1_ld_sectors == 128
+    assert again == pytest.approx(first, abs=40)
+    m.load(2, 10.0, lines, masks, False, sl)          # SM 2: another TPC
+    assert m.stats.l2_rd_sectors == 128
+    m.load(1, first + 1.0, lines, masks, False, sl)   # after the data is back: a new request (an L2 hit)
+    assert m.stats.l2_rd_sectors == 192 and m.stats.l2_rd_hit_sectors >= 128
+    # without the merge point every read reaches the L2
+    m = mem(dataclasses.replace(H100, l2=dataclasses.replace(H100.l2, merge_sms=1)))
+    m.load(0, 0.0, lines, masks, False, sl)
+    m.load(1, 10.0, lines, masks, False, sl)
+    assert m.stats.l2_rd_sectors == 128

@@ -98,7 +98,14 @@ class MemorySystem:
         self.l2_evictions = [0] * l2.slices      # since the set's dict was last rebuilt
         # DRAM fills in flight: line -> (cycle the requester has its data, sectors), as l1_pend
         self.l2_pend: dict[int, tuple[float, int]] = {}
+        # reads in flight per group of l2.merge_sms SMs (a TPC): line -> (cycle it left, cycle its data is back,
+        # sectors); a request of the group for sectors in flight merges with it on its way to the L2
+        self.merge_sms = l2.merge_sms
+        n_grp = (n_sm + l2.merge_sms - 1) // l2.merge_sms
+        self.grp_pend: list[dict[int, tuple[float, float, int]]] | None = \
+            [{} for _ in range(n_grp)] if l2.merge_sms > 1 else None
         self._pend_cap = [4096] * (n_sm + 1)     # prune l1_pend[sm] / l2_pend (last) past this many entries
+        self._grp_cap = [4096] * n_grp
         self.l2_capacity = max(1, int(l2.size_bytes * l2.capacity_fraction) // l2.line_bytes // l2.slices)
         self._fill_dirty_at_launch(l2.dirty_at_launch_bytes // l2.line_bytes)
         self.slice_free = [0.0] * l2.slices
@@ -378,10 +385,22 @@ class MemorySystem:
             n_sec = -1
             to_l2 = zip(range(n), lines, masks, slices)
         pend2 = self.l2_pend
+        gp = self.grp_pend[sm // self.merge_sms] if self.grp_pend is not None else None
+        merged = 0
         for j, line, miss, sl in to_l2:
             # L2 lookup, inlined for the common hit case; the line reaches its slice when the tag stage
             # (lpc lines per clock) has sent it, plus the crossbar
             arr = t0 + j * step + xbar
+            if gp is not None:
+                p = gp.get(line)
+                if p is not None and p[0] <= arr and arr < p[1] and not (miss & ~p[2]):
+                    # the TPC's port already has these sectors on their way: the request merges with it
+                    merged += POPCOUNT[miss]
+                    if pend1 is not None:
+                        pend1[line] = (p[1], miss)
+                    if p[1] > ready:
+                        ready = p[1]
+                    continue
             ns = POPCOUNT[miss]
             free = slice_free[sl]
             start = arr if arr > free else free
@@ -412,10 +431,17 @@ class MemorySystem:
                 if len(pend1) > self._pend_cap[sm]:
                     self._pend_cap[sm] = self._prune(pend1, t0)
                 pend1[line] = (r, miss)
+            if gp is not None:
+                g = sm // self.merge_sms
+                if len(gp) > self._grp_cap[g]:
+                    for k in [k for k, q in gp.items() if q[1] <= t0]:
+                        del gp[k]
+                    self._grp_cap[g] = max(4096, 2 * len(gp))
+                gp[line] = (arr, r, miss)
             if r > ready:
                 ready = r
         if n_sec < 0:
-            n_sec = l2_rd
+            n_sec = l2_rd + merged
         st.l1_ld_wavefronts += n
         st.l1_ld_sectors += n_sec
         st.l1_ld_hit_sectors += l1_hit
