@@ -167,6 +167,9 @@ class L2Spec:
     # SMs (consecutive indices: a TPC) whose reads leave for the L2 through one port, where a request for sectors
     # that the group already has in flight merges with it (no slice bandwidth; its data comes with the first's)
     merge_sms: int = P("SMs", 1, 64, default=1)
+    # ... for this long after the first request left (cycles): a later request for the same sectors merges only
+    # while the first is still at the port
+    merge_window_cycles: float = P("cycles", 0, 1_000_000, default=1_000_000.0)
 
 
 @dataclass(frozen=True)

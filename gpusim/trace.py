@@ -87,6 +87,8 @@ class MemAccess:
     # int64 (n_warps,): the byte address of a one-lane atomic on a lock word (``Op.sync``), -1 where the warp
     # does not issue it; None for every other access
     addr: np.ndarray | None = None
+    # a load that skips the L1 (``ld.global.cg`` / ``.cv`` / volatile): its sectors always go to the L2
+    l1_bypass: bool = False
 
     def sectors_per_warp(self) -> np.ndarray:
         """Number of 32 B sectors each warp's instructions requested (sum over instructions)."""

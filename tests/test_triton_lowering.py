@@ -591,3 +591,33 @@ def test_folded_fp16_math_keeps_the_dataflow_from_load_to_store():
     assert len(ld) == 1 and len(st) == 1
     assert _reaches(ops, ld[0], st[0])
     assert not any(o.label.startswith(("HADD2.F32", "F2FP")) for o in ops)     # no conversions were emitted
+
+
+@triton.jit
+def _reread(x_ptr, out_ptr, REPS: tl.constexpr, CG: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for r in range(REPS):
+        if CG:
+            acc += tl.load(x_ptr + offs, cache_modifier=".cg")
+        else:
+            acc += tl.load(x_ptr + offs)
+    tl.store(out_ptr + tl.program_id(0) * BLOCK + offs, acc)
+
+
+def test_cg_loads_skip_the_l1():
+    """cache_modifier=".cg" is ld.global.cg: the sectors a program reads again miss the L1 and go to the L2 every
+    time; a plain load of the same region hits the L1 after the first pass."""
+    import gpusim
+    x = np.ones(1024, np.float32)
+    rep = {}
+    for cg in (False, True):
+        out = np.zeros(4 * 1024, np.float32)
+        rep[cg] = gpusim.simulate(_reread, (4,), x, out, REPS=8, CG=cg, BLOCK=1024, num_warps=4, progress=False)
+        assert np.allclose(out, 8.0)
+    sectors = 4 * 8 * 1024 * 4 // 32                 # 4 programs x 8 passes over 4 KB
+    for cg in (False, True):
+        assert rep[cg].engine.memory["l1_ld_sectors"] == sectors
+    assert rep[False].engine.memory["l1_ld_hit_sectors"] >= sectors // 2
+    assert rep[True].engine.memory["l1_ld_hit_sectors"] == 0
+    assert rep[True].engine.memory["l2_rd_sectors"] == sectors

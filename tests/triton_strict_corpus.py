@@ -37,6 +37,52 @@ def k(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, x * 2.0, mask=offs < n)
 """, P1, B)
 
+case("cache_modifiers_and_eviction_policies", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    a = tl.load(x_ptr + offs, mask=offs < n, cache_modifier=".cg")
+    b = tl.load(x_ptr + offs, mask=offs < n, eviction_policy="evict_last")
+    c = tl.load(x_ptr + offs, mask=offs < n, volatile=True)
+    d = tl.load(x_ptr + offs, mask=offs < n, cache_modifier=".cv")
+    tl.store(x_ptr + offs, a + b + c + d, mask=offs < n, cache_modifier=".cs")
+""", P1, B)
+
+case("eviction_policy_with_a_cache_modifier", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, cache_modifier=".cg", eviction_policy="evict_first") + 1.0)
+""", P1, B, expect="reject", names=("evict_first", "cannot be combined", ".cg"))
+
+case("volatile_load_with_a_cache_modifier", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, cache_modifier=".ca", volatile=True) + 1.0)
+""", P1, B, expect="reject", names=("volatile", "cannot be combined", ".ca"))
+
+case("unknown_load_cache_modifier", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, cache_modifier=".lu") + 1.0)
+""", P1, B, expect="reject", names=("cache modifier", ".lu"))
+
+case("unknown_store_cache_modifier", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1.0, cache_modifier=".ca")
+""", P1, B, expect="reject", names=("cache modifier", ".ca"))
+
+case("unknown_eviction_policy", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, eviction_policy="evict_normal") + 1.0)
+""", P1, B, expect="reject", names=("eviction policy", "evict_normal"))
+
 case("tuple_unpack_and_ternary", """
 @triton.jit
 def k(x_ptr, n, BLOCK: tl.constexpr):

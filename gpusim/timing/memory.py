@@ -101,6 +101,7 @@ class MemorySystem:
         # reads in flight per group of l2.merge_sms SMs (a TPC): line -> (cycle it left, cycle its data is back,
         # sectors); a request of the group for sectors in flight merges with it on its way to the L2
         self.merge_sms = l2.merge_sms
+        self.merge_window = l2.merge_window_cycles
         n_grp = (n_sm + l2.merge_sms - 1) // l2.merge_sms
         self.grp_pend: list[dict[int, tuple[float, float, int]]] | None = \
             [{} for _ in range(n_grp)] if l2.merge_sms > 1 else None
@@ -387,13 +388,14 @@ class MemorySystem:
         pend2 = self.l2_pend
         gp = self.grp_pend[sm // self.merge_sms] if self.grp_pend is not None else None
         merged = 0
+        mwin = self.merge_window
         for j, line, miss, sl in to_l2:
             # L2 lookup, inlined for the common hit case; the line reaches its slice when the tag stage
             # (lpc lines per clock) has sent it, plus the crossbar
             arr = t0 + j * step + xbar
             if gp is not None:
                 p = gp.get(line)
-                if p is not None and p[0] <= arr and arr < p[1] and not (miss & ~p[2]):
+                if p is not None and p[0] <= arr <= p[0] + mwin and arr < p[1] and not (miss & ~p[2]):
                     # the TPC's port already has these sectors on their way: the request merges with it
                     merged += POPCOUNT[miss]
                     if pend1 is not None:

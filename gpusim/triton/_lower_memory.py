@@ -212,7 +212,7 @@ class MemoryLowering:
             return 1
         return max(1, -(-lay.ept // vec))
 
-    def load(self, out, ptr, mask, shape, other=None):
+    def load(self, out, ptr, mask, shape, other=None, l1_bypass: bool = False):
         file, line, site = C.user_site()
         f = self.facts.get(site)
         force = None
@@ -248,6 +248,8 @@ class MemoryLowering:
         mem = None if self.probe else self._global_access(site, ptr, shape, mask, lay, vec, pipelined)
         if self.probe:
             mem = _empty_access(self._n_warps(), vec * eb)
+        elif l1_bypass and mem is not None:
+            mem.l1_bypass = True
         tile_bytes = int(np.prod(shape)) * eb if shape else eb
         n_pred = 0
         if mask is not None and shape:

@@ -230,9 +230,28 @@ def _as_mask(mask):
 # load / store / atomics
 # ---------------------------------------------------------------------------------------------------------
 
+#: the cache modifiers and eviction policies Triton's semantic layer accepts (anything else: "... not supported")
+LOAD_CACHE = ("", ".ca", ".cg", ".cv")
+STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
+EVICTION = ("", "evict_last", "evict_first")
+
+
+def _check_hints(cache_modifier, eviction_policy, allowed) -> None:
+    if cache_modifier and cache_modifier not in allowed:
+        fail(CompileError, f"Cache modifier {cache_modifier} not supported (one of {', '.join(allowed[1:])})")
+    if eviction_policy and eviction_policy not in EVICTION:
+        fail(CompileError, f"Eviction policy {eviction_policy} not supported (one of {', '.join(EVICTION[1:])})")
+
+
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
     pointer = unwrap(pointer)
+    _check_hints(cache_modifier, eviction_policy, LOAD_CACHE)
+    # ptxas: "Modifier '.evict_first' cannot be combined with modifier '.cg'" (and so on for the others)
+    mods = [m for m in (eviction_policy and "." + eviction_policy, cache_modifier, volatile and ".volatile") if m]
+    if len(mods) > 1:
+        fail(CompileError, f"Modifier '{mods[0]}' cannot be combined with modifier '{mods[1]}' (ptxas: a load takes "
+                           f"one of cache_modifier, eviction_policy, volatile)")
     if isinstance(pointer, BlockPtr):
         return _load_block(pointer, boundary_check, padding_option)
     _check_ptr(pointer, "load")
@@ -262,12 +281,15 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     out = tensor(vals, elt, shape)
     C.note_numel(shape)
     if st.rec is not None:
-        out.lsrc = st.rec.load(out, pointer, mask, shape, other)
+        # .cg / .cv and volatile loads skip the L1 (ld.global.cg, ld.volatile)
+        out.lsrc = st.rec.load(out, pointer, mask, shape, other,
+                               l1_bypass=cache_modifier in (".cg", ".cv") or bool(volatile))
     return out
 
 
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
     pointer = unwrap(pointer)
+    _check_hints(cache_modifier, eviction_policy, STORE_CACHE)
     if isinstance(pointer, BlockPtr):
         return _store_block(pointer, value, boundary_check)
     _check_ptr(pointer, "store")
