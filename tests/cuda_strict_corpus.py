@@ -41,6 +41,16 @@ def k(a):
         a[i] = a[i] * 2.0
 """)
 
+case("cache_hint_loads_and_stores", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        v = cuda.ldcg(a, i) + cuda.ldca(a, i) + cuda.ldcs(a, i) + cuda.ldlu(a, i) + cuda.ldcv(a, i)
+        cuda.stcs(a, i, v)
+        cuda.stcg(a, i, cuda.ldcg(a, i) * 2.0)
+""")
+
 case("thread_block_indices", """
 @cuda.jit
 def k(a):

@@ -831,3 +831,36 @@ def test_zero_dynamic_shared_memory():
         run(k_dyn_maybe, 1, 32, out, 1)          # a word the launch did not reserve
     run(k_dyn_maybe, 1, 32, out, 2, shared=8)
     assert (out == 2).all()
+
+
+def test_cache_hint_loads_and_stores():
+    """numba-cuda's ``cuda.ldcg`` (and ldca/ldcs/ldlu/ldcv) load ``array[i]`` with a PTX cache operator and
+    ``cuda.stcs`` (stcg/stwb/stwt) store with one: the values are those of plain indexing; ``.cg`` and ``.cv``
+    loads skip the L1 (every pass over the same 1 KB goes to the L2), the others are cached as a plain load."""
+    import gpusim
+    from gpusim import cuda as gcuda
+
+    @gcuda.jit
+    def reread(x, out, how):
+        i = gcuda.grid(1)
+        acc = 0.0
+        for r in range(8):
+            if how == 1:
+                acc += gcuda.ldcg(x, gcuda.threadIdx.x)
+            elif how == 2:
+                acc += gcuda.ldcs(x, gcuda.threadIdx.x)
+            else:
+                acc += x[gcuda.threadIdx.x]
+        gcuda.stcs(out, i, acc)
+
+    x = np.arange(256, dtype=np.float32)
+    mem = {}
+    for how in (0, 1, 2):
+        out = np.zeros(1024, np.float32)
+        rep = gpusim.simulate(reread, 4, 256, x, out, how, progress=False)
+        assert np.array_equal(out, np.tile(8 * x, 4))
+        mem[how] = rep.engine.memory
+    sectors = 4 * 8 * 8 * 4                     # 4 CTAs x 8 warps x 8 passes x 128 B
+    assert all(m["l1_ld_sectors"] == sectors for m in mem.values())
+    assert mem[1]["l1_ld_hit_sectors"] == 0 and mem[1]["l2_rd_sectors"] == sectors
+    assert mem[0]["l1_ld_hit_sectors"] == mem[2]["l1_ld_hit_sectors"] >= sectors // 2

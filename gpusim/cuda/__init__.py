@@ -57,7 +57,8 @@ _reduction.register_package(sys.modules[__name__])
 __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "device_array", "device_array_like",
            "pinned_array", "mapped_array", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
            "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
-           "syncthreads", "syncwarp", "stream", "detect", "reference_run", "cg", "random", "types", "reduce",
+           "syncthreads", "syncwarp", "ldca", "ldcg", "ldcs", "ldlu", "ldcv", "stcg", "stcs", "stwb", "stwt",
+           "stream", "detect", "reference_run", "cg", "random", "types", "reduce",
            "Reduce", "declare_device", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
            "uint16", "uint32", "uint64", "boolean", "void", "complex64", "complex128", "b1", "bool_", "double", "f2",
            "f4", "f8", "float_", "i1", "i2", "i4", "i8", "int_", "intp", "none", "u1", "u2", "u4", "u8", "uintp"]
@@ -192,6 +193,15 @@ syncthreads_and = _KernelOnly("syncthreads_and")
 syncthreads_or = _KernelOnly("syncthreads_or")
 syncwarp = _KernelOnly("syncwarp")
 threadfence = _KernelOnly("threadfence")
+ldca = _KernelOnly("ldca")
+ldcg = _KernelOnly("ldcg")
+ldcs = _KernelOnly("ldcs")
+ldlu = _KernelOnly("ldlu")
+ldcv = _KernelOnly("ldcv")
+stcg = _KernelOnly("stcg")
+stcs = _KernelOnly("stcs")
+stwb = _KernelOnly("stwb")
+stwt = _KernelOnly("stwt")
 threadfence_block = _KernelOnly("threadfence_block")
 threadfence_system = _KernelOnly("threadfence_system")
 shfl_sync = _KernelOnly("shfl_sync")

@@ -178,6 +178,19 @@ class Indexing:
         raise self._err(UnsupportedConstruct, f"indexing {type(obj).__name__} (no getitem for it in numba-cuda)",
                         line)
 
+    def load_hint(self, obj, idx, cop, line):
+        """``cuda.ldca/ldcg/ldcs/ldlu/ldcv(array, i)``: ``array[i]`` loaded with a PTX cache operator; ``cg`` (L2 only)
+        and ``cv`` (fetched again) skip the L1, the others are timed as a plain load."""
+        if not isinstance(obj, (ArrayRef, SubArray)):
+            raise self._err(CompileError, f"cuda.ld{cop} takes an array, not {type(obj).__name__}", line)
+        arr, nidx = self._norm_idx(obj, idx, line)
+        if len(nidx) != arr.ndim:
+            raise self._err(CompileError, f"cuda.ld{cop}: array {arr.name!r} has {arr.ndim} dimension(s); "
+                            f"{len(nidx)} index(es) given", line)
+        if arr.space not in ("global", "const"):
+            raise self._err(CompileError, f"cuda.ld{cop} loads from global memory; {arr.name!r} is {arr.space}", line)
+        return self.load(arr, nidx, line, l1_bypass=cop in ("cg", "cv"))
+
     def setitem(self, obj, idx, value, line):
         if type(obj) is Ununified:
             raise self._err(CompileError, obj.message(), line)

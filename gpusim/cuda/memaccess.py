@@ -110,7 +110,7 @@ class MemoryAccess:
             self._thread_row = (n, np.arange(self.C * self.P, dtype=np.int64).reshape(self.C, self.P) * n)
         return self._thread_row[1] + flat
 
-    def load(self, arr, idx, line) -> V:
+    def load(self, arr, idx, line, l1_bypass: bool = False) -> V:
         m = self.mask
         if m is EMPTY:
             return V(arr.dtype.type(0), (), False)
@@ -134,7 +134,7 @@ class MemoryAccess:
             val = st.reshape(-1)[self._lin(arr, flat)]
         if not self.recording:
             return V(val, (), False)
-        lkey = (arr.key, self._last_parts, self.mask.sid)
+        lkey = (arr.key, self._last_parts, self.mask.sid, l1_bypass)
         hit = self._load_cse.get(lkey)
         if hit is not None:                       # the same element loaded before, no store since: reused (GVN)
             return V(val, (hit,), False)
@@ -152,6 +152,10 @@ class MemoryAccess:
         else:
             mem = self._mem(arr, flat)
             label = C_.mem_label("load", space, arr.itemsize)
+        if l1_bypass and mem is not None:
+            # ld.global.cg / .cv: the summary is shared through the cache, so the flag goes on a copy
+            mem = MemAccess(space=mem.space, bytes_per_lane=mem.bytes_per_lane, bytes_requested=mem.bytes_requested,
+                            ptr=mem.ptr, line=mem.line, smask=mem.smask, l1_bypass=True)
         oi = self._rec_op(OpKind.LOAD, Pipe.LSU, label, line, adeps, mem)
         if vkey is not None:
             self._vec_loads[vkey] = oi

@@ -56,7 +56,8 @@ _CUDA_CALLS = {("grid",), ("gridsize",), ("shared", "array"), ("local", "array")
                ("threadfence_system",), ("shfl_sync",), ("shfl_up_sync",), ("shfl_down_sync",),
                ("shfl_xor_sync",), ("ballot_sync",), ("all_sync",), ("any_sync",), ("activemask",), ("popc",),
                ("fma",), ("brev",), ("clz",), ("ffs",), ("cbrt",), ("syncthreads_count",),
-               ("syncthreads_and",), ("syncthreads_or",), ("cg", "this_grid")}
+               ("syncthreads_and",), ("syncthreads_or",), ("cg", "this_grid"),
+               ("ldca",), ("ldcg",), ("ldcs",), ("ldlu",), ("ldcv",), ("stcg",), ("stcs",), ("stwb",), ("stwt",)}
 _ATOMICS = {"add", "sub", "max", "min", "exch", "cas", "compare_and_swap", "and_", "or_", "xor", "inc", "dec",
             "nanmax", "nanmin"}
 

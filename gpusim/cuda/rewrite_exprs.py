@@ -420,6 +420,14 @@ class ExpressionRewriter:
                 raise self.compile_error(f"cuda.atomic.{name} takes {need} arguments", n)
             return _rt("atomic", _c(name), args[0], args[1], ast.Tuple(elts=args[2:], ctx=ast.Load()), _c(line),
                        _c(not unused))
+        if name in ("ldca", "ldcg", "ldcs", "ldlu", "ldcv"):
+            if len(args) != 2:
+                raise self.compile_error(f"cuda.{name}(array, i) takes 2 arguments ({len(args)} given)", n)
+            return _rt("load_hint", args[0], args[1], _c(name[2:]), _c(line))
+        if name in ("stcg", "stcs", "stwb", "stwt"):
+            if len(args) != 3:
+                raise self.compile_error(f"cuda.{name}(array, i, value) takes 3 arguments ({len(args)} given)", n)
+            return _rt("setitem", args[0], args[1], args[2], _c(line))
         if name == "syncthreads":
             if args:
                 raise self.compile_error(f"cuda.syncthreads() takes no arguments ({len(args)} given)", n)
