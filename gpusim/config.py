@@ -78,6 +78,8 @@ class ChipSpec:
     # the work distributor's throughput: CTAs started per cycle over the whole chip (0: unlimited).  It caps how
     # fast short-lived CTAs are replaced, so a kernel of many tiny CTAs runs below the occupancy its limits allow
     cta_dispatch_per_cycle: float = P("CTAs/cycle", 0, 1024, default=0.0)
+    # SMs per TPC (consecutive SM indices): the work distributor hands consecutive CTAs to the SMs of one TPC
+    sms_per_tpc: int = P("SMs", 1, 8, default=1)
     # a grid barrier (cooperative groups' grid.sync()): from the last warp's arrival to the release of all, the base
     # plus a per-CTA part (each CTA's arrival is an atomic on one barrier word: they serialize at its L2 slice)
     grid_sync_base_cycles: float = P("cycles", 0, 1_000_000, default=2700.0)

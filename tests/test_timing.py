@@ -327,3 +327,23 @@ def test_the_two_sms_of_a_tpc_merge_reads_of_sectors_already_in_flight():
     m.load(0, 0.0, lines, masks, False, sl)
     m.load(1, 10.0, lines, masks, False, sl)
     assert m.stats.l2_rd_sectors == 128
+
+
+def test_the_work_distributor_hands_consecutive_ctas_to_the_two_sms_of_a_tpc():
+    """chip.sms_per_tpc: in the first wave, CTAs 2i and 2i+1 start on SMs 2k and 2k+1 (one TPC), as the H100 placed
+    them (records/cta_placement_h100.json: every pair of the first 264 CTAs, 1-16 CTAs per SM); every SM gets
+    one CTA per round, so a wave of W CTAs covers each SM exactly W / 132 times."""
+    import json
+    from pathlib import Path
+    rec = json.loads((Path(__file__).parents[1] / "gpusim/validate/records/cta_placement_h100.json").read_text())
+    for c in rec["cases"]:
+        s = c["smid"]
+        assert all(s[i] // 2 == s[i + 1] // 2 for i in range(0, min(len(s), 264), 2))
+    assert H100.chip.sms_per_tpc == 2
+    tr = streaming_trace(264 * 256, n_in=1, block=256, elem=4)       # 264 CTAs: two per SM at once
+    res = run(tr, H100)
+    first = {cta: sm for cta, sm, t0, t1 in res.cta_spans if cta < 264}
+    assert sorted(first) == list(range(264))
+    for i in range(0, 264, 2):
+        assert first[i] // 2 == first[i + 1] // 2 and first[i] != first[i + 1]
+    assert sorted(first.values()) == sorted(list(range(132)) * 2)

@@ -512,10 +512,13 @@ class Engine:
             self._progress_next = self._progress_stride
         self.trace.check() if len(self.trace.tables) < 64 else None
 
-        # the work distributor spreads the first wave breadth-first: one CTA per SM per round, visiting SMs
-        # alternately from each L2 partition's side of the chip (as GPCs are interleaved)
+        # the work distributor spreads the first wave breadth-first: one CTA per SM per round, visiting TPCs
+        # alternately from each L2 partition's side of the chip (as GPCs are interleaved), consecutive CTAs to the
+        # SMs of one TPC (records/cta_placement_h100.json: CTAs 2i and 2i+1 start on SMs 2k and 2k+1)
         parts = self.wiring.sm_partition
-        order = sorted(range(len(self.sms)), key=lambda i: (i - parts.index(parts[i]), parts[i]))
+        tpc = max(1, self.gpu.chip.sms_per_tpc)
+        firsts = sorted(range(0, len(self.sms), tpc), key=lambda i: (i - parts.index(parts[i]), parts[i]))
+        order = [j for i in firsts for j in range(i, min(i + tpc, len(self.sms)))]
 
         def start(_ev):
             for _round in range(self.occ.ctas_per_sm):
