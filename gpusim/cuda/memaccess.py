@@ -9,6 +9,8 @@ vector loads (``LDS.128``).  Units: bytes.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..errors import CompileError
@@ -154,8 +156,7 @@ class MemoryAccess:
             label = C_.mem_label("load", space, arr.itemsize)
         if l1_bypass and mem is not None:
             # ld.global.cg / .cv: the summary is shared through the cache, so the flag goes on a copy
-            mem = MemAccess(space=mem.space, bytes_per_lane=mem.bytes_per_lane, bytes_requested=mem.bytes_requested,
-                            ptr=mem.ptr, line=mem.line, smask=mem.smask, l1_bypass=True)
+            mem = dataclasses.replace(mem, l1_bypass=True)
         oi = self._rec_op(OpKind.LOAD, Pipe.LSU, label, line, adeps, mem)
         if vkey is not None:
             self._vec_loads[vkey] = oi

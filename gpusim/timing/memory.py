@@ -98,12 +98,12 @@ class MemorySystem:
         self.l2_evictions = [0] * l2.slices      # since the set's dict was last rebuilt
         # DRAM fills in flight: line -> (cycle the requester has its data, sectors), as l1_pend
         self.l2_pend: dict[int, tuple[float, int]] = {}
-        # reads in flight per group of l2.merge_sms SMs (a TPC): line -> (cycle it left, cycle its data is back,
-        # sectors); a request of the group for sectors in flight merges with it on its way to the L2
+        # reads in flight per group of l2.merge_sms SMs (a TPC): line -> (cycle its data is back, sectors, cycle it
+        # left), as l1_pend; a request of the group for sectors in flight merges with it on its way to the L2
         self.merge_sms = l2.merge_sms
         self.merge_window = l2.merge_window_cycles
         n_grp = (n_sm + l2.merge_sms - 1) // l2.merge_sms
-        self.grp_pend: list[dict[int, tuple[float, float, int]]] | None = \
+        self.grp_pend: list[dict[int, tuple[float, int, float]]] | None = \
             [{} for _ in range(n_grp)] if l2.merge_sms > 1 else None
         self._pend_cap = [4096] * (n_sm + 1)     # prune l1_pend[sm] / l2_pend (last) past this many entries
         self._grp_cap = [4096] * n_grp
@@ -386,7 +386,8 @@ class MemorySystem:
             n_sec = -1
             to_l2 = zip(range(n), lines, masks, slices)
         pend2 = self.l2_pend
-        gp = self.grp_pend[sm // self.merge_sms] if self.grp_pend is not None else None
+        g = sm // self.merge_sms
+        gp = self.grp_pend[g] if self.grp_pend is not None else None
         merged = 0
         mwin = self.merge_window
         for j, line, miss, sl in to_l2:
@@ -395,13 +396,13 @@ class MemorySystem:
             arr = t0 + j * step + xbar
             if gp is not None:
                 p = gp.get(line)
-                if p is not None and p[0] <= arr <= p[0] + mwin and arr < p[1] and not (miss & ~p[2]):
+                if p is not None and p[2] <= arr <= p[2] + mwin and arr < p[0] and not (miss & ~p[1]):
                     # the TPC's port already has these sectors on their way: the request merges with it
                     merged += POPCOUNT[miss]
                     if pend1 is not None:
-                        pend1[line] = (p[1], miss)
-                    if p[1] > ready:
-                        ready = p[1]
+                        pend1[line] = (p[0], miss)
+                    if p[0] > ready:
+                        ready = p[0]
                     continue
             ns = POPCOUNT[miss]
             free = slice_free[sl]
@@ -434,12 +435,9 @@ class MemorySystem:
                     self._pend_cap[sm] = self._prune(pend1, t0)
                 pend1[line] = (r, miss)
             if gp is not None:
-                g = sm // self.merge_sms
                 if len(gp) > self._grp_cap[g]:
-                    for k in [k for k, q in gp.items() if q[1] <= t0]:
-                        del gp[k]
-                    self._grp_cap[g] = max(4096, 2 * len(gp))
-                gp[line] = (arr, r, miss)
+                    self._grp_cap[g] = self._prune(gp, t0)
+                gp[line] = (r, miss, arr)
             if r > ready:
                 ready = r
         if n_sec < 0:
