@@ -715,6 +715,10 @@ def _check(cfg: GPUConfig, locate) -> None:
          f"sm.max_shared_per_sm_bytes ({sm.max_shared_per_sm_bytes} bytes)")
     need(sm.registers >= sm.register_alloc_unit, ("sm.registers", "sm.register_alloc_unit"),
          f"sm.registers ({sm.registers}) is less than sm.register_alloc_unit ({sm.register_alloc_unit})")
+    need(l2.write_bytes_per_clk_per_slice == 0 or l2.write_bytes_per_clk_per_slice >= 0.1,
+         ("l2.write_bytes_per_clk_per_slice",),
+         f"l2.write_bytes_per_clk_per_slice ({l2.write_bytes_per_clk_per_slice:g}) must be 0 (no write-side limit) "
+         f"or at least 0.1 bytes/clock, the least l2.bytes_per_clk_per_slice takes")
     need(l2.slices >= l2.partitions, ("l2.slices", "l2.partitions"),
          f"l2.slices ({l2.slices}) must be at least l2.partitions ({l2.partitions}): each partition holds slices")
     need(l2.far_latency_cycles >= l2.near_latency_cycles, ("l2.far_latency_cycles", "l2.near_latency_cycles"),

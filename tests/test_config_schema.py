@@ -243,3 +243,12 @@ def test_in_range_values_never_raise_an_internal_error(mutations):
     except GpusimError:
         return                                        # e.g. the launch does not fit the modified SM
     assert rep.cycles > 0
+
+
+def test_a_write_side_slower_than_a_tenth_of_a_byte_per_clock_is_refused():
+    """l2.write_bytes_per_clk_per_slice: 0 turns the limit off; a positive rate below 0.1 B/clk (a denormal one
+    would make every store take forever) is a ConfigError naming the key, not a run that never ends."""
+    with pytest.raises(ConfigError, match=r"l2\.write_bytes_per_clk_per_slice \(1e-06\) must be 0"):
+        H100.with_overrides(l2={"write_bytes_per_clk_per_slice": 1e-6})
+    assert H100.with_overrides(l2={"write_bytes_per_clk_per_slice": 0.0}).l2.write_bytes_per_clk_per_slice == 0
+    assert H100.with_overrides(l2={"write_bytes_per_clk_per_slice": 0.1}).l2.write_bytes_per_clk_per_slice == 0.1
