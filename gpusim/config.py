@@ -137,6 +137,9 @@ class L1Spec:
     max_outstanding_sectors: int = P("sectors", 1, 1 << 20)   # miss-status entries per SM
     # distinct 128 B lines the tag stage looks up per clock
     lines_per_clk: float = P("lines/clock", 0.01, 64, default=1.0)
+    # cycles each further line of one request adds to its latency (its hits come back, its misses leave for the L2,
+    # one line per this many cycles; the stage's throughput is lines_per_clk, across warps)
+    line_latency_cycles: float = P("cycles", 0, 1000, default=0.0)
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,9 @@ class L2Spec:
     # ... for this long after the first request left (cycles): a later request for the same sectors merges only
     # while the first is still at the port
     merge_window_cycles: float = P("cycles", 0, 1_000_000, default=1_000_000.0)
+    # a partition keeps a copy of the far lines its SMs read: a line of the other partition costs the far latency
+    # only the first time a partition reads it (then near); a store leaves only the writer's partition a copy
+    far_copies: bool = P("flag", default=False)
 
 
 @dataclass(frozen=True)

@@ -347,3 +347,76 @@ def test_the_work_distributor_hands_consecutive_ctas_to_the_two_sms_of_a_tpc():
     for i in range(0, 264, 2):
         assert first[i] // 2 == first[i + 1] // 2 and first[i] != first[i + 1]
     assert sorted(first.values()) == sorted(list(range(132)) * 2)
+
+
+def _records(name):
+    import json
+    from pathlib import Path
+    return json.loads((Path(__file__).parents[1] / "gpusim/validate/records" / name).read_text())
+
+
+def test_a_partition_keeps_a_copy_of_the_far_lines_it_reads():
+    """l2.far_copies: a line of the other L2 partition costs the far latency the first time an SM of a partition reads
+    it, and the near latency after that (the partition keeps a copy); a store leaves only the writer's partition a
+    copy.  The record: one thread per SM chasing 1 MB that SM 0 read first -- SMs of SM 0's partition see one mode
+    in both passes, the others a second mode ~180 cycles up for about half the lines in the first pass only."""
+    import dataclasses
+    from gpusim.timing.memory import MemorySystem
+    from gpusim.timing.chip import build_wiring
+    rec = _records("l2_partition_latency_h100.json")
+    same = [c for c in rec["cases"] if c["first_pct"][3] < 1.1 * c["second_pct"][3]]
+    other = [c for c in rec["cases"] if c["first_pct"][3] > 1.3 * c["second_pct"][3]]
+    assert len(same) >= 10 and len(other) >= 10 and len(same) + len(other) == len(rec["cases"])
+    for c in other:
+        assert 150 < c["first_pct"][3] - c["second_pct"][1] < 220      # 75th pct (far) - 25th (near), cycles
+        assert abs(c["second_pct"][2] - c["first_pct"][0] - 25) < 25   # the second pass: all near
+    assert H100.l2.far_copies and H100.l2.far_latency_cycles - H100.l2.near_latency_cycles == 180
+
+    w = build_wiring(H100)
+    m = MemorySystem(H100, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
+    near, far = H100.l2.near_latency_cycles, H100.l2.far_latency_cycles
+    sm_a, sm_b = 0, H100.chip.sm_count - 1                       # one SM near each partition
+    assert w.sm_partition[sm_a] != w.sm_partition[sm_b]
+    line = next(x for x in range(10_000, 20_000)                  # a line homed in partition A
+                if w.slice_partition[m.slice_of(x)] == w.sm_partition[sm_a])
+    sl = [m.slice_of(line)]
+    t = m.load(sm_a, 0.0, [line], [1], False, sl)                 # A brings it in from DRAM
+    assert t > far
+    t0 = 10_000.0
+    assert m.load(sm_a, t0, [line], [1], False, sl) - t0 == pytest.approx(near)       # A: near, home
+    assert m.load(sm_b, 2 * t0, [line], [1], False, sl) - 2 * t0 == pytest.approx(far)  # B: first read, far
+    assert m.load(sm_b, 3 * t0, [line], [1], False, sl) - 3 * t0 == pytest.approx(near)  # B keeps a copy
+    m.l2_write(w.sm_partition[sm_a], 4 * t0, line, 1)              # A writes it: B's copy is stale
+    assert m.load(sm_b, 5 * t0, [line], [1], False, sl) - 5 * t0 == pytest.approx(far)
+    # without the copies every read of a far line pays the far latency
+    off = dataclasses.replace(H100, l2=dataclasses.replace(H100.l2, far_copies=False))
+    m = MemorySystem(off, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
+    m.load(sm_a, 0.0, [line], [1], False, sl)
+    for k in (2, 3):
+        assert m.load(sm_b, k * t0, [line], [1], False, sl) - k * t0 == pytest.approx(far)
+
+
+def test_each_further_line_of_a_request_adds_to_its_latency():
+    """l1.line_latency_cycles: a warp's load whose lanes touch n lines comes back (n - 1) x 2.2 cycles after a
+    one-line load -- L1 hits and L2 hits alike -- as records/divergent_load_h100.json shows for one warp of
+    dependent 4-byte loads (n = 1..32); the L1's throughput across warps stays lines_per_clk."""
+    from gpusim.timing.memory import MemorySystem
+    from gpusim.timing.chip import build_wiring
+    rec = _records("divergent_load_h100.json")
+    lat = {c["lines"]: c["cycles_per_load"] for c in rec["cases"]
+           if c["level"] == "l1_width" and c["width"] == 4 and c["warps"] == 1}
+    per_line = [(lat[n] - lat[1]) / (n - 1) for n in (4, 8, 16, 32)]
+    assert all(1.8 < x < 2.4 for x in per_line), per_line
+    thr = {c["lines"]: c["cycles_per_load"] for c in rec["cases"]
+           if c["level"] == "l1_width" and c["width"] == 4 and c["warps"] == 32}
+    assert all(0.9 < 32 * n / thr[n] < 1.1 for n in (8, 16, 32))    # lines per clock with 32 warps
+    ll, hit = H100.l1.line_latency_cycles, H100.l1.hit_latency_cycles
+    assert ll == pytest.approx(2.2)
+    w = build_wiring(H100)
+    m = MemorySystem(H100, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
+    for n in (1, 8, 32):
+        lines = list(range(5000 + 64 * n, 5000 + 64 * n + n))
+        sl = m.slices_of(np.array(lines, np.int64)).tolist()
+        m.load(0, 0.0, lines, [1] * n, True, sl)                  # bring them into the L1
+        t0 = 50_000.0 * n
+        assert m.load(0, t0, lines, [1] * n, True, sl) - t0 == pytest.approx(hit + (n - 1) * ll)

@@ -91,10 +91,13 @@ class MemorySystem:
         self.l1_free = [0.0] * n_sm              # L1TEX stage: busy until (cycles)
         self.l1_lines_per_clk = float(l1.lines_per_clk)
         self.l1_hit_latency = l1.hit_latency_cycles
+        self.line_latency = l1.line_latency_cycles
         self.cache_global_loads = l1.cache_global_loads
         # --- L2 ---
         self.n_slices = l2.slices
-        self.l2_sets: list[dict[int, int]] = [{} for _ in range(l2.slices)]   # line -> sector bits | dirty << 4
+        # line -> sector bits | dirty << 4 | (with far_copies) 1 << (8 + p) for each far partition p holding a copy
+        self.l2_sets: list[dict[int, int]] = [{} for _ in range(l2.slices)]
+        self.far_copies = l2.far_copies
         self.l2_evictions = [0] * l2.slices      # since the set's dict was last rebuilt
         # DRAM fills in flight: line -> (cycle the requester has its data, sectors), as l1_pend
         self.l2_pend: dict[int, tuple[float, int]] = {}
@@ -212,7 +215,7 @@ class MemorySystem:
         sset[line] = value
         if len(sset) > self.l2_capacity:
             victim, v = _evict_first(self.l2_sets, self.l2_evictions, s)
-            dirty = v >> 4
+            dirty = (v >> 4) & 15
             if dirty:
                 self._dram(t, victim, dirty, True)
 
@@ -295,10 +298,12 @@ class MemorySystem:
                 f(start, "l2_write", nsec * 32)
         sset = self.l2_sets[s]
         v = sset.pop(line, None)
+        # the written line's copy in the other partition is stale now: only the writer's partition keeps one
+        cb = 256 << sm_part
         if v is not None:
-            sset[line] = v | mask | (mask << 4)
+            sset[line] = (v & 255) | mask | (mask << 4) | cb
         else:
-            self._l2_insert(s, sset, line, mask | (mask << 4), start)
+            self._l2_insert(s, sset, line, mask | (mask << 4) | cb, start)
         return ack
 
     def l2_atomic(self, sm_part: int, t: float, line: int, mask: int, ops: int) -> float:
@@ -318,7 +323,7 @@ class MemorySystem:
             fetch = self.fetch_expand[mask & ~have & 15] & ~have & 15
             delay = self._dram(start, line, fetch, False) + self.dram_latency - self.l2_latency[sm_part][0]
             v = have | fetch
-        self._l2_insert(s, sset, line, v | mask | (mask << 4), start)
+        self._l2_insert(s, sset, line, (v & 255) | mask | (mask << 4), start)
         return t + self.atomic_latency + wait + max(0.0, delay)
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
@@ -333,6 +338,8 @@ class MemorySystem:
         t0 = t if t > free else free
         lpc = self.l1_lines_per_clk
         step = 1.0 / lpc
+        if self.line_latency > step:
+            step = self.line_latency             # one request's lines leave (and come back) this far apart
         ready = 0.0
         st = self.stats
         l1_hit = 0
@@ -343,6 +350,8 @@ class MemorySystem:
         sec_cyc = self.sector_cycles
         l2_sets = self.l2_sets
         lat = self.l2_latency_by_slice[part]
+        near = self.l2_latency[part][part] if self.far_copies else 1 << 30
+        cb = 256 << part
         obs = self.observers
         xbar = self.xbar_cycles
         pend1 = self.l1_pend[sm] if use_l1 else None
@@ -415,9 +424,16 @@ class MemorySystem:
             sset = l2_sets[sl]
             v = sset.pop(line, None)
             if v is not None and not (miss & ~v):     # (miss has sector bits only; v's high bits: dirty)
-                sset[line] = v                         # the line becomes the most recently used
                 l2_hit += ns
-                r = start - xbar + lat[sl]
+                r = lat[sl]
+                if r > near:
+                    # a far line: near once this partition holds a copy, which its first read leaves there
+                    if v & cb:
+                        r = near
+                    else:
+                        v |= cb
+                sset[line] = v                         # the line becomes the most recently used
+                r += start - xbar
                 if pend2:
                     p = pend2.get(line)
                     if p is not None:
@@ -455,6 +471,10 @@ class MemorySystem:
             busy = 1
         self.l1_free[sm] = t0 + busy
         done = t0 + busy - 1 + self.l1_hit_latency
+        if n > 1 and self.line_latency:
+            d2 = t0 + (n - 1) * self.line_latency + self.l1_hit_latency
+            if d2 > done:
+                done = d2
         return done if done > ready else ready
 
     @staticmethod
@@ -485,10 +505,12 @@ class MemorySystem:
             wait = self._write_port(s, start, nf) - nf * self.write_sector_cycles - start
             if wait > delay:
                 delay = wait
+        # the requester's partition keeps a copy of the line it brought in (used when the line is far for it)
+        cb = 256 << part if self.far_copies else 0
         if v:
-            sset[line] = v | fetch
+            sset[line] = v | fetch | cb
         else:
-            self._l2_insert(s, sset, line, fetch, start)
+            self._l2_insert(s, sset, line, fetch | cb, start)
         return arr - self.xbar_cycles + (start - arr) + self.dram_latency + delay
 
     def store(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int],
