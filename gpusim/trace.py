@@ -82,7 +82,10 @@ class MemAccess:
     ptr: np.ndarray | None = None       # int64 (n_warps + 1,)
     line: np.ndarray | None = None      # int64 (ptr[-1],)
     smask: np.ndarray | None = None     # uint8 (ptr[-1],)
-    wavefronts: np.ndarray | None = None  # int32 (n_warps,), SHARED only
+    # int32 (n_warps,): SHARED: the shared-memory wavefronts; GLOBAL/LOCAL loads of 8 or 16 bytes per lane: the L1
+    # passes (the L1 takes each half-warp's lines apart, so a line both halves touch costs two), only when that is
+    # more than the lines; None otherwise
+    wavefronts: np.ndarray | None = None
     shared_ideal_wavefronts: np.ndarray | None = None  # int32 (n_warps,): wavefronts with no conflicts
     # int64 (n_warps,): the byte address of a one-lane atomic on a lock word (``Op.sync``), -1 where the warp
     # does not issue it; None for every other access
@@ -303,11 +306,34 @@ def coalesce_global(addr: np.ndarray, bytes_per_lane: int, space: Space = Space.
     smask = np.zeros(n_entries, np.uint8)
     np.bitwise_or.at(smask, entry_id[vflat], bit[vflat])
     line_ids = lines.ravel()[newline.ravel()]
-    per_inst = newline.sum(axis=1).reshape(n_warps, n_inst).sum(axis=1)
+    per_row = newline.sum(axis=1)
+    per_inst = per_row.reshape(n_warps, n_inst).sum(axis=1)
     ptr = np.zeros(n_warps + 1, np.int64)
     np.cumsum(per_inst, out=ptr[1:])
+    wf = _half_warp_passes(a, valid, per_row, n_warps, n_inst) if bytes_per_lane >= 8 and lanes == WARP else None
     return MemAccess(space=space, bytes_per_lane=bytes_per_lane, bytes_requested=bytes_requested,
-                     ptr=ptr, line=line_ids, smask=smask)
+                     ptr=ptr, line=line_ids, smask=smask, wavefronts=wf)
+
+
+def _distinct_per_row(x: np.ndarray) -> np.ndarray:
+    """Number of distinct non-negative values in each row of ``x`` (negative: none)."""
+    s = np.sort(x, axis=1)
+    new = s >= 0
+    new[:, 1:] &= s[:, 1:] != s[:, :-1]
+    return new.sum(axis=1)
+
+
+def _half_warp_passes(a: np.ndarray, valid: np.ndarray, lines_per_row: np.ndarray, n_warps: int,
+                      n_inst: int) -> np.ndarray | None:
+    """L1 passes per warp of a load of 8 or 16 bytes per lane: the L1 takes the two half-warps apart, each pass
+    one line of one half (records/divergent_load_h100.json: 8-byte lanes two to a line over 16 lines take 32
+    cycles of the L1, as many as 32 lines); None when that is no more than the lines (a coalesced load)."""
+    ln = np.where(valid, a >> 7, -1).reshape(n_warps * n_inst, -1)
+    h = ln.shape[1] // 2
+    passes = _distinct_per_row(ln[:, :h]) + _distinct_per_row(ln[:, h:])
+    if not np.any(passes > lines_per_row):
+        return None
+    return np.maximum(passes, lines_per_row).reshape(n_warps, n_inst).sum(axis=1).astype(np.int32)
 
 
 def shared_wavefronts(addr: np.ndarray, bytes_per_lane: int, banks: int = 32, bank_bytes: int = 4
@@ -372,10 +398,14 @@ def concat_access(parts: Sequence[MemAccess]) -> MemAccess:
         ptrs.append(p.ptr[1:] + off)
         off += p.ptr[-1]
     addr = np.concatenate([p.addr for p in parts]) if all(p.addr is not None for p in parts) else None
+    wf = None
+    if any(p.wavefronts is not None for p in parts):
+        wf = np.concatenate([p.wavefronts if p.wavefronts is not None else np.diff(p.ptr).astype(np.int32)
+                             for p in parts])
     return MemAccess(space=p0.space, bytes_per_lane=p0.bytes_per_lane,
                      bytes_requested=sum(p.bytes_requested for p in parts),
                      ptr=np.concatenate(ptrs), line=np.concatenate([p.line for p in parts]),
-                     smask=np.concatenate([p.smask for p in parts]), addr=addr)
+                     smask=np.concatenate([p.smask for p in parts]), addr=addr, wavefronts=wf)
 
 
 # ---- launches observed outside gpusim.simulate ---------------------------------------------------------

@@ -420,3 +420,30 @@ def test_each_further_line_of_a_request_adds_to_its_latency():
         m.load(0, 0.0, lines, [1] * n, True, sl)                  # bring them into the L1
         t0 = 50_000.0 * n
         assert m.load(0, t0, lines, [1] * n, True, sl) - t0 == pytest.approx(hit + (n - 1) * ll)
+
+
+def test_loads_of_8_and_16_bytes_per_lane_take_the_l1_one_half_warp_at_a_time():
+    """A load of 8 or 16 bytes per lane goes through the L1 one half-warp at a time: a line both halves touch costs
+    two passes (records/divergent_load_h100.json: 8-byte lanes two to a line over 16 lines take as long as 32
+    lines, 32 warps at 0.5 line/clk; 4-byte lanes the same way at 1.0).  The trace keeps the passes where they
+    exceed the lines (``MemAccess.wavefronts``); coalesced loads keep none, a half-warp crossing a line costs one."""
+    from gpusim.trace import coalesce_global
+    from gpusim.cuda.memory import coalesce_rows
+    rec = _records("divergent_load_h100.json")
+    thr = {(c["width"], c["lines"]): 32 * c["lines"] / c["cycles_per_load"] for c in rec["cases"]
+           if c["level"] == "l1_width" and c["warps"] == 32}
+    assert 0.9 < thr[(4, 16)] < 1.1 and 0.45 < thr[(8, 16)] < 0.55 and 0.45 < thr[(8, 8)] < 0.55
+    lane = np.arange(32)
+    rows = 1024 * 8                                               # a float64 matrix row, bytes
+    gather = (lane % 16) * rows                                   # lanes l and l + 16 read one element of a row
+    m = coalesce_global(np.stack([gather, gather + rows]), 8)
+    assert list(np.diff(m.ptr)) == [16, 16] and list(m.wavefronts) == [32, 32]
+    assert coalesce_global(np.stack([gather]), 4).wavefronts is None        # 4-byte lanes: one pass per line
+    assert coalesce_global(np.stack([lane * 8]), 8).wavefronts is None       # coalesced: two lines, two passes
+    m = coalesce_global(np.stack([64 + lane * 8]), 8)                        # each half crosses a line
+    assert list(np.diff(m.ptr)) == [3] and list(m.wavefronts) == [4]
+    # the CUDA front end's fast paths agree with the general one
+    many = np.stack([gather + k * 8 for k in range(128)])
+    assert np.array_equal(coalesce_rows(many, 8).wavefronts, coalesce_global(many, 8).wavefronts)
+    shifted = np.stack([64 + lane * 8 + 256 * k for k in range(128)])
+    assert np.array_equal(coalesce_rows(shifted, 8).wavefronts, coalesce_global(shifted, 8).wavefronts)

@@ -65,7 +65,7 @@ class MemoryAccess:
                 return acc
             return MemAccess(space=acc.space, bytes_per_lane=acc.bytes_per_lane,
                              bytes_requested=acc.bytes_requested, ptr=acc.ptr, line=acc.line + shift,
-                             smask=acc.smask)
+                             smask=acc.smask, wavefronts=acc.wavefronts)
         acc = self._mem_compute(arr, flat)
         if len(self._mem_cache) > 512:
             self._mem_cache.clear()

@@ -230,8 +230,16 @@ def _contiguous_rows(addr: np.ndarray, bytes_per_lane: int, space: Space) -> Mem
         masks[s // 4] |= 1 << (s % 4)
     n = addr.shape[0]
     line = (first_line[:, None] + np.arange(n_lines, dtype=np.int64)[None, :]).ravel()
+    wf = None
+    if bytes_per_lane >= 8 and lanes == WARP:
+        # the L1's half-warp passes (trace._half_warp_passes): more than the lines when a half crosses a line
+        h = (off + np.array([0, 16 * bytes_per_lane]), off + np.array([16, 32]) * bytes_per_lane - 1)
+        passes = int(((h[1] >> 7) - (h[0] >> 7) + 1).sum())
+        if passes > n_lines:
+            wf = np.full(n, passes, np.int32)
     return MemAccess(space=space, bytes_per_lane=bytes_per_lane, bytes_requested=n * lanes * bytes_per_lane,
-                     ptr=np.arange(n + 1, dtype=np.int64) * n_lines, line=line, smask=np.tile(masks, n))
+                     ptr=np.arange(n + 1, dtype=np.int64) * n_lines, line=line, smask=np.tile(masks, n),
+                     wavefronts=wf)
 
 
 def coalesce_rows(addr: np.ndarray, bytes_per_lane: int, space: Space = Space.GLOBAL) -> MemAccess:
@@ -263,7 +271,8 @@ def coalesce_rows(addr: np.ndarray, bytes_per_lane: int, space: Space = Space.GL
     line = m.line[idx] + np.repeat(base_line, counts)
     return MemAccess(space=space, bytes_per_lane=bytes_per_lane,
                      bytes_requested=int(np.count_nonzero(valid)) * bytes_per_lane,
-                     ptr=ptr, line=line, smask=m.smask[idx])
+                     ptr=ptr, line=line, smask=m.smask[idx],
+                     wavefronts=None if m.wavefronts is None else m.wavefronts[inv])
 
 
 def shared_rows(addr: np.ndarray, bytes_per_lane: int, banks: int = 32, bank_bytes: int = 4) -> MemAccess:
@@ -300,4 +309,5 @@ def tile_access(m: MemAccess, times: int) -> MemAccess:
     ptr = np.zeros(n * times + 1, np.int64)
     np.cumsum(np.tile(per, times), out=ptr[1:])
     return MemAccess(space=m.space, bytes_per_lane=m.bytes_per_lane, bytes_requested=m.bytes_requested * times,
-                     ptr=ptr, line=np.tile(m.line, times), smask=np.tile(m.smask, times))
+                     ptr=ptr, line=np.tile(m.line, times), smask=np.tile(m.smask, times),
+                     wavefronts=None if m.wavefronts is None else np.tile(m.wavefronts, times))

@@ -327,7 +327,8 @@ def _table_copy(t: OpTable, first_cta: int, n_ctas: int, shift: int) -> OpTable:
             elif m.ptr is not None:
                 end = int(m.ptr[nw])
                 m = dataclasses.replace(m, ptr=m.ptr[:nw + 1].copy(), line=m.line[:end] + shift,
-                                        smask=m.smask[:end])
+                                        smask=m.smask[:end],
+                                        wavefronts=None if m.wavefronts is None else m.wavefronts[:nw])
             op = dataclasses.replace(op, mem=m)
         ops.append(op)
     active = None if t.active is None else t.active[:, :nw]

@@ -202,6 +202,8 @@ class Engine:
                         else (m.bytes_per_lane <= 4 if kind == _STORE else m.bytes_per_lane < 16)
                     x = (memoryview(np.ascontiguousarray(m.line)), memoryview(np.ascontiguousarray(m.smask)),
                          m.ptr.tolist(), memoryview(self.mem.slices_of(m.line)), use_l1)
+                    if kind == _LOAD and m.wavefronts is not None:
+                        x = x + (m.wavefronts.tolist(),)        # the L1 passes per warp (8/16-byte lanes)
                     if kind == _ATOM and op.sync and m.addr is not None:
                         # a lock word (see Warp.advance, lock_release); a failed attempt goes round the spin loop:
                         # its barriers and broadcast, and the fence before the next attempt if the atomic has one

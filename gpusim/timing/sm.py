@@ -295,7 +295,8 @@ class WarpScheduler:
                         if kind != _STORE:
                             pend[ws] = t
                     elif kind == _ACOPY or kind == _LOAD:
-                        pend[ws] = self.mem_load(self.smi, t, line_a[lo:hi], mask_a[lo:hi], use_l1, slice_a[lo:hi])
+                        pend[ws] = self.mem_load(self.smi, t, line_a[lo:hi], mask_a[lo:hi], use_l1, slice_a[lo:hi],
+                                                 x[5][wi] if len(x) == 6 else 0, ni)
                     elif kind == _STORE:
                         # (use_l1: a store of 4 bytes per lane or narrower, which merges with the warp's store
                         # just before it over the same sectors)

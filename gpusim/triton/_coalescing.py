@@ -40,7 +40,8 @@ def coalesce_programs(addr: np.ndarray, bpl: int, P: int) -> MemAccess:
         ptr = np.zeros(P * W + 1, np.int64)
         np.cumsum(np.tile(cnt, P), out=ptr[1:])
         return MemAccess(space=Space.GLOBAL, bytes_per_lane=bpl, bytes_requested=one.bytes_requested * P, ptr=ptr,
-                         line=np.tile(one.line, P), smask=np.tile(one.smask, P))
+                         line=np.tile(one.line, P), smask=np.tile(one.smask, P),
+                         wavefronts=None if one.wavefronts is None else np.tile(one.wavefronts, P))
     A = addr.reshape(Pa, -1)
     V = A >= 0
     big = np.iinfo(np.int64).max
@@ -74,6 +75,12 @@ def coalesce_programs(addr: np.ndarray, bpl: int, P: int) -> MemAccess:
         pieces.append(("r", remaining, rest, None))
     ptr = np.zeros(Pa * W + 1, np.int64)
     np.cumsum(cnt.reshape(-1), out=ptr[1:])
+    wf = None                # the L1's half-warp passes (trace._half_warp_passes), where any piece has them
+    if any(acc.wavefronts is not None for _, _, acc, _ in pieces):
+        wf = cnt.astype(np.int32)
+        for kind, members, acc, _ in pieces:
+            if acc.wavefronts is not None:
+                wf[members] = acc.wavefronts if kind == "g" else acc.wavefronts.reshape(members.size, W)
     total = int(ptr[-1])
     line = np.empty(total, np.int64)
     smask = np.empty(total, np.uint8)
@@ -97,7 +104,8 @@ def coalesce_programs(addr: np.ndarray, bpl: int, P: int) -> MemAccess:
                     line[s:s + n] = acc.line[src_start[k]:src_start[k] + n]
                     smask[s:s + n] = acc.smask[src_start[k]:src_start[k] + n]
             req += acc.bytes_requested
-    return MemAccess(space=Space.GLOBAL, bytes_per_lane=bpl, bytes_requested=req, ptr=ptr, line=line, smask=smask)
+    return MemAccess(space=Space.GLOBAL, bytes_per_lane=bpl, bytes_requested=req, ptr=ptr, line=line, smask=smask,
+                     wavefronts=None if wf is None else wf.reshape(-1))
 
 
 def shared_ideal(n_warps: int, n_inst: int, bpl: int, active_warps: int | None = None) -> MemAccess:
