@@ -310,7 +310,8 @@ def coalesce_global(addr: np.ndarray, bytes_per_lane: int, space: Space = Space.
     per_inst = per_row.reshape(n_warps, n_inst).sum(axis=1)
     ptr = np.zeros(n_warps + 1, np.int64)
     np.cumsum(per_inst, out=ptr[1:])
-    wf = _half_warp_passes(a, valid, per_row, n_warps, n_inst) if bytes_per_lane >= 8 and lanes == WARP else None
+    wf = data_wavefronts(a, valid, bytes_per_lane, per_row, n_warps, n_inst) \
+        if lanes == WARP and np.any(per_row > 1) else None
     return MemAccess(space=space, bytes_per_lane=bytes_per_lane, bytes_requested=bytes_requested,
                      ptr=ptr, line=line_ids, smask=smask, wavefronts=wf)
 
@@ -323,17 +324,27 @@ def _distinct_per_row(x: np.ndarray) -> np.ndarray:
     return new.sum(axis=1)
 
 
-def _half_warp_passes(a: np.ndarray, valid: np.ndarray, lines_per_row: np.ndarray, n_warps: int,
-                      n_inst: int) -> np.ndarray | None:
-    """L1 passes per warp of a load of 8 or 16 bytes per lane: the L1 takes the two half-warps apart, each pass
-    one line of one half (records/divergent_load_h100.json: 8-byte lanes two to a line over 16 lines take 32
-    cycles of the L1, as many as 32 lines); None when that is no more than the lines (a coalesced load)."""
-    ln = np.where(valid, a >> 7, -1).reshape(n_warps * n_inst, -1)
-    h = ln.shape[1] // 2
-    passes = _distinct_per_row(ln[:, :h]) + _distinct_per_row(ln[:, h:])
-    if not np.any(passes > lines_per_row):
+def data_wavefronts(a: np.ndarray, valid: np.ndarray, bytes_per_lane: int, lines_per_row: np.ndarray,
+                     n_warps: int, n_inst: int) -> np.ndarray | None:
+    """Wavefronts of the L1's data banks per warp of a global load (summed over its instructions): the L1 and
+    shared memory are one SRAM of 32 banks of 4 B, so lanes reading one bank in different lines serialize as a
+    shared-memory bank conflict does -- in one phase of the 32 lanes for 1-4 bytes per lane, one per half-warp
+    for 8 and 16, each half-warp's line a pass of its own (records/divergent_load_h100.json: 32 lanes at one
+    offset of 32 lines take 32 L1 cycles, 16 lines of 8-byte lanes two to a line also 32;
+    records/l1_line_reuse_h100.json).  None when every instruction needs as many as it has lines (what the engine
+    assumes without it)."""
+    per_phase = WARP if bytes_per_lane <= 4 else WARP // 2
+    wf, _ = _bank_wavefronts(a, valid, bytes_per_lane, per_phase)
+    wf = wf.reshape(-1)
+    if bytes_per_lane >= 8:
+        # and at least one pass per line of each half-warp, whatever the banks (nb_matmul_n250: float64 rows 2,000 B
+        # apart, their offsets spread over the banks, run as slowly as rows at one offset)
+        ln = np.where(valid, a >> 7, -1).reshape(n_warps * n_inst, -1)
+        h = ln.shape[1] // 2
+        wf = np.maximum(wf, _distinct_per_row(ln[:, :h]) + _distinct_per_row(ln[:, h:]))
+    if np.array_equal(wf, lines_per_row):
         return None
-    return np.maximum(passes, lines_per_row).reshape(n_warps, n_inst).sum(axis=1).astype(np.int32)
+    return wf.reshape(n_warps, n_inst).sum(axis=1).astype(np.int32)
 
 
 def shared_wavefronts(addr: np.ndarray, bytes_per_lane: int, banks: int = 32, bank_bytes: int = 4
@@ -353,9 +364,22 @@ def shared_wavefronts(addr: np.ndarray, bytes_per_lane: int, banks: int = 32, ba
     valid = a >= 0
     words = max(1, bytes_per_lane // bank_bytes)
     lanes_per_phase = max(1, lanes // words) if words > 1 else lanes
+    total, ideal = _bank_wavefronts(a, valid, bytes_per_lane, lanes_per_phase, banks, bank_bytes)
+    return (total.sum(axis=1).astype(np.int32), ideal.sum(axis=1).astype(np.int32),
+            int(np.count_nonzero(valid)) * bytes_per_lane)
+
+
+def _bank_wavefronts(a: np.ndarray, valid: np.ndarray, bytes_per_lane: int, lanes_per_phase: int, banks: int = 32,
+                     bank_bytes: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Wavefronts of the banked SRAM (shared memory, and the L1's data for global loads) per (warp, instruction)
+    of lane byte addresses ``a`` (n_warps, n_inst, lanes): the request goes in phases of ``lanes_per_phase``
+    lanes; in a phase lanes reading the same word are served together and distinct words in one bank serialize.
+    Returns (wavefronts, phases with an active lane), int64 (n_warps, n_inst)."""
+    lanes = a.shape[2]
+    words = max(1, bytes_per_lane // bank_bytes)
     n_phase = -(-lanes // lanes_per_phase)
-    total = np.zeros(n_warps, np.int64)
-    ideal = np.zeros(n_warps, np.int64)
+    total = np.zeros(a.shape[:2], np.int64)
+    ideal = np.zeros(a.shape[:2], np.int64)
     for p in range(n_phase):
         sl = a[:, :, p * lanes_per_phase:(p + 1) * lanes_per_phase]
         v = valid[:, :, p * lanes_per_phase:(p + 1) * lanes_per_phase]
@@ -370,9 +394,9 @@ def shared_wavefronts(addr: np.ndarray, bytes_per_lane: int, banks: int = 32, ba
         np.add.at(counts, (np.arange(wl.shape[0])[:, None, None], np.arange(wl.shape[1])[None, :, None], bank), 1)
         degree = counts[:, :, :banks].max(axis=2)
         any_active = v.any(axis=2)
-        total += np.where(any_active, np.maximum(degree, 1), 0).sum(axis=1)
-        ideal += any_active.sum(axis=1)
-    return total.astype(np.int32), ideal.astype(np.int32), int(np.count_nonzero(valid)) * bytes_per_lane
+        total += np.where(any_active, np.maximum(degree, 1), 0)
+        ideal += any_active
+    return total, ideal
 
 
 def shared_access(addr: np.ndarray, bytes_per_lane: int, banks: int = 32, bank_bytes: int = 4) -> MemAccess:

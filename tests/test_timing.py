@@ -422,28 +422,37 @@ def test_each_further_line_of_a_request_adds_to_its_latency():
         assert m.load(0, t0, lines, [1] * n, True, sl) - t0 == pytest.approx(hit + (n - 1) * ll)
 
 
-def test_loads_of_8_and_16_bytes_per_lane_take_the_l1_one_half_warp_at_a_time():
-    """A load of 8 or 16 bytes per lane goes through the L1 one half-warp at a time: a line both halves touch costs
-    two passes (records/divergent_load_h100.json: 8-byte lanes two to a line over 16 lines take as long as 32
-    lines, 32 warps at 0.5 line/clk; 4-byte lanes the same way at 1.0).  The trace keeps the passes where they
-    exceed the lines (``MemAccess.wavefronts``); coalesced loads keep none, a half-warp crossing a line costs one."""
+def test_a_global_load_s_lanes_in_one_bank_of_different_lines_serialize_in_the_l1():
+    """The L1's data and shared memory are one SRAM of 32 banks: lanes of a global load that read one bank in
+    different lines take a wavefront each, as a shared-memory bank conflict does -- one phase of 32 lanes for 1-4
+    bytes per lane, one per half-warp for 8 and 16.  The records: 32 lanes at one offset of 32 lines take 32 L1
+    cycles whatever the lines' spacing, and 8-byte lanes two to a line over 16 lines as long (0.5 line/clk);
+    Triton's 2-byte gathers down a 1409-element row stride, whose offsets step 2 bytes from line to line, ran at
+    over 2 lines/clk on the chip (tl_matmul_1409_64x64x32: 394.8K L1 sectors per SM in 185K active cycles)."""
     from gpusim.trace import coalesce_global
     from gpusim.cuda.memory import coalesce_rows
     rec = _records("divergent_load_h100.json")
     thr = {(c["width"], c["lines"]): 32 * c["lines"] / c["cycles_per_load"] for c in rec["cases"]
            if c["level"] == "l1_width" and c["warps"] == 32}
     assert 0.9 < thr[(4, 16)] < 1.1 and 0.45 < thr[(8, 16)] < 0.55 and 0.45 < thr[(8, 8)] < 0.55
+    reuse = _records("l1_line_reuse_h100.json")
+    assert all(0.95 < c["lines_per_clk"] < 1.15 for c in reuse["cases"] if "stride_lines" in c)
     lane = np.arange(32)
+    same_offset = lane * 4096                                     # 32 lines, every lane at byte 0: one bank
+    m = coalesce_global(np.stack([same_offset]), 4)
+    assert list(np.diff(m.ptr)) == [32] and m.wavefronts is None    # one wavefront per line (the default)
+    staggered = lane * 2818                                       # 2-byte lanes down a 1409-element row stride
+    m = coalesce_global(np.stack([staggered]), 2)
+    assert list(np.diff(m.ptr)) == [32] and list(m.wavefronts) == [2]   # 32 lines, two lanes per bank at most
     rows = 1024 * 8                                               # a float64 matrix row, bytes
     gather = (lane % 16) * rows                                   # lanes l and l + 16 read one element of a row
     m = coalesce_global(np.stack([gather, gather + rows]), 8)
-    assert list(np.diff(m.ptr)) == [16, 16] and list(m.wavefronts) == [32, 32]
-    assert coalesce_global(np.stack([gather]), 4).wavefronts is None        # 4-byte lanes: one pass per line
-    assert coalesce_global(np.stack([lane * 8]), 8).wavefronts is None       # coalesced: two lines, two passes
-    m = coalesce_global(np.stack([64 + lane * 8]), 8)                        # each half crosses a line
-    assert list(np.diff(m.ptr)) == [3] and list(m.wavefronts) == [4]
+    assert list(np.diff(m.ptr)) == [16, 16] and list(m.wavefronts) == [32, 32]   # 16 per half-warp
+    assert coalesce_global(np.stack([lane * 4]), 4).wavefronts is None        # coalesced: one line, one wavefront
+    assert coalesce_global(np.stack([lane * 8]), 8).wavefronts is None        # two lines, two half-warps
+    assert list(coalesce_global(np.stack([64 + lane * 4]), 4).wavefronts) == [1]   # two lines, one wavefront
     # the CUDA front end's fast paths agree with the general one
     many = np.stack([gather + k * 8 for k in range(128)])
     assert np.array_equal(coalesce_rows(many, 8).wavefronts, coalesce_global(many, 8).wavefronts)
-    shifted = np.stack([64 + lane * 8 + 256 * k for k in range(128)])
-    assert np.array_equal(coalesce_rows(shifted, 8).wavefronts, coalesce_global(shifted, 8).wavefronts)
+    shifted = np.stack([64 + lane * 4 + 256 * k for k in range(128)])
+    assert np.array_equal(coalesce_rows(shifted, 4).wavefronts, coalesce_global(shifted, 4).wavefronts)

@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from ..trace import WARP, MemAccess, Space, coalesce_global, first_fit, shared_wavefronts
+from ..trace import WARP, MemAccess, Space, data_wavefronts, coalesce_global, first_fit, shared_wavefronts
 
 GLOBAL_BASE = 1 << 32          # first device address handed out (bytes)
 ALLOC_ALIGN = 256              # cudaMalloc alignment (bytes)
@@ -231,12 +231,12 @@ def _contiguous_rows(addr: np.ndarray, bytes_per_lane: int, space: Space) -> Mem
     n = addr.shape[0]
     line = (first_line[:, None] + np.arange(n_lines, dtype=np.int64)[None, :]).ravel()
     wf = None
-    if bytes_per_lane >= 8 and lanes == WARP:
-        # the L1's half-warp passes (trace._half_warp_passes): more than the lines when a half crosses a line
-        h = (off + np.array([0, 16 * bytes_per_lane]), off + np.array([16, 32]) * bytes_per_lane - 1)
-        passes = int(((h[1] >> 7) - (h[0] >> 7) + 1).sum())
-        if passes > n_lines:
-            wf = np.full(n, passes, np.int32)
+    if n_lines > 1 and lanes == WARP:
+        # the L1's data wavefronts (trace.data_wavefronts): the same for every warp, the rows being shifted copies
+        row = addr[:1, None, :]
+        one = data_wavefronts(row, row >= 0, bytes_per_lane, np.array([n_lines]), 1, 1)
+        if one is not None:
+            wf = np.full(n, int(one[0]), np.int32)
     return MemAccess(space=space, bytes_per_lane=bytes_per_lane, bytes_requested=n * lanes * bytes_per_lane,
                      ptr=np.arange(n + 1, dtype=np.int64) * n_lines, line=line, smask=np.tile(masks, n),
                      wavefronts=wf)

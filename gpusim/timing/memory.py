@@ -330,13 +330,13 @@ class MemorySystem:
     def load(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int], use_l1: bool,
              slices: Sequence[int], passes: int = 0, n_inst: int = 1) -> float:
         """A warp's global/local load of ``lines`` (sector masks ``masks``) issued at ``t``; return when all
-        data is back.  ``slices`` holds each line's L2 slice (``slices_of``); ``passes``: the L1 passes the load
-        takes when more than its lines (8/16-byte lanes, ``MemAccess.wavefronts``); ``n_inst``: the instructions
-        the lines come from (listed one instruction after the other), each a request of its own."""
+        data is back.  ``slices`` holds each line's L2 slice (``slices_of``); ``passes``: the wavefronts of the
+        L1's data banks (``MemAccess.wavefronts``; 0: one per line); ``n_inst``: the instructions the lines come
+        from (listed one instruction after the other), each a request of its own."""
         n = len(lines)
         if n <= 0:
             return t
-        wfs = passes if passes > n else n
+        wfs = passes if passes > 0 else n
         # lines per instruction (a request): within one, each further line adds line_latency; the requests follow
         # one another through the stage at its throughput
         per = n / n_inst if n_inst > 1 else n
@@ -346,7 +346,8 @@ class MemorySystem:
         step = 1.0 / lpc
         # one request's lines leave for the L2 line_latency apart; the next request's first line follows the
         # previous request's at the stage's throughput
-        extra = self.line_latency - step if self.line_latency > step else 0.0
+        lat_step = self.line_latency * wfs / n         # per line: the request's data wavefronts come back one by one
+        extra = lat_step - step if lat_step > step else 0.0
         iper = max(1, int(per + 0.5))
         ready = 0.0
         st = self.stats
@@ -473,18 +474,20 @@ class MemorySystem:
         st.l1_ld_hit_sectors += l1_hit
         st.l2_rd_sectors += l2_rd
         st.l2_rd_hit_sectors += l2_hit
-        # tag stage: lpc lines (passes) per clock; data stage: one 128 B wavefront (4 sectors) per clock
-        busy = wfs / lpc
+        # tag stage: lpc lines per clock; data stage: one wavefront of the banks per clock, at least one per 128 B
+        busy = n / lpc
         if n_sec > 4 * busy:
             busy = n_sec / 4
+        if wfs > busy:
+            busy = wfs
         if busy < 1:
             busy = 1
         self.l1_free[sm] = t0 + busy
         done = t0 + busy - 1 + self.l1_hit_latency
         if self.line_latency and wfs > n_inst:
-            # the last request enters once the stage has taken the others, and its lines come back one by one
+            # the last request enters once the stage has taken the others, and its wavefronts come back one by one
             wper = wfs / n_inst
-            d2 = t0 + (wfs - wper) / lpc + (wper - 1) * self.line_latency + self.l1_hit_latency
+            d2 = t0 + busy * (1 - 1 / n_inst) + (wper - 1) * self.line_latency + self.l1_hit_latency
             if d2 > done:
                 done = d2
         return done if done > ready else ready
