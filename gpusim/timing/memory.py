@@ -92,6 +92,7 @@ class MemorySystem:
         self.l1_lines_per_clk = float(l1.lines_per_clk)
         self.l1_hit_latency = l1.hit_latency_cycles
         self.line_latency = l1.line_latency_cycles
+        self.l1_step = 1.0 / l1.lines_per_clk
         self.cache_global_loads = l1.cache_global_loads
         # --- L2 ---
         self.n_slices = l2.slices
@@ -126,6 +127,9 @@ class MemorySystem:
         self.l2_latency = sm_to_slice_latency
         # the same per slice: l2_latency_by_slice[sm partition][slice]
         self.l2_latency_by_slice = [[row[p] for p in slice_partition] for row in sm_to_slice_latency]
+        # per SM partition: the latency of a far line this partition holds a copy of (never, without far_copies)
+        self.l2_near = [sm_to_slice_latency[p][p] if l2.far_copies and p < len(sm_to_slice_latency[p]) else 1 << 30
+                        for p in range(len(sm_to_slice_latency))]
         self.xbar_cycles = max(1, (min(min(r) for r in sm_to_slice_latency) - self.l1_hit_latency) // 2)
         fetch_sectors = l2.fetch_bytes // l2.sector_bytes
         # expand a miss mask to whole fetch blocks (e.g. 64 B = aligned sector pairs)
@@ -337,18 +341,20 @@ class MemorySystem:
         if n <= 0:
             return t
         wfs = passes if passes > 0 else n
-        # lines per instruction (a request): within one, each further line adds line_latency; the requests follow
-        # one another through the stage at its throughput
-        per = n / n_inst if n_inst > 1 else n
         free = self.l1_free[sm]
         t0 = t if t > free else free
         lpc = self.l1_lines_per_clk
-        step = 1.0 / lpc
-        # one request's lines leave for the L2 line_latency apart; the next request's first line follows the
-        # previous request's at the stage's throughput
-        lat_step = self.line_latency * wfs / n         # per line: the request's data wavefronts come back one by one
-        extra = lat_step - step if lat_step > step else 0.0
-        iper = max(1, int(per + 0.5))
+        step = self.l1_step
+        # one request's lines leave for the L2 line_latency apart (its data wavefronts come back one by one); the
+        # next request's first line follows the previous request's at the stage's throughput
+        extra = 0.0
+        iper = 1
+        ll = self.line_latency
+        if ll:
+            lat_step = ll * wfs / n
+            if lat_step > step and n > n_inst:
+                extra = lat_step - step
+                iper = int(n / n_inst + 0.5)
         ready = 0.0
         st = self.stats
         l1_hit = 0
@@ -359,7 +365,7 @@ class MemorySystem:
         sec_cyc = self.sector_cycles
         l2_sets = self.l2_sets
         lat = self.l2_latency_by_slice[part]
-        near = self.l2_latency[part][part] if self.far_copies else 1 << 30
+        near = self.l2_near[part]
         cb = 256 << part
         obs = self.observers
         xbar = self.xbar_cycles
@@ -412,7 +418,7 @@ class MemorySystem:
             # L2 lookup, inlined for the common hit case; the line reaches its slice when the tag stage
             # (lpc lines per clock) has sent it, plus the crossbar
             arr = t0 + j * step + xbar
-            if extra:
+            if iper > 1:
                 arr += (j % iper) * extra
             if gp is not None:
                 p = gp.get(line)
@@ -484,7 +490,7 @@ class MemorySystem:
             busy = 1
         self.l1_free[sm] = t0 + busy
         done = t0 + busy - 1 + self.l1_hit_latency
-        if self.line_latency and wfs > n_inst:
+        if ll and wfs > n_inst:
             # the last request enters once the stage has taken the others, and its wavefronts come back one by one
             wper = wfs / n_inst
             d2 = t0 + busy * (1 - 1 / n_inst) + (wper - 1) * self.line_latency + self.l1_hit_latency
