@@ -82,9 +82,8 @@ class MemAccess:
     ptr: np.ndarray | None = None       # int64 (n_warps + 1,)
     line: np.ndarray | None = None      # int64 (ptr[-1],)
     smask: np.ndarray | None = None     # uint8 (ptr[-1],)
-    # int32 (n_warps,): SHARED: the shared-memory wavefronts; GLOBAL/LOCAL loads of 8 or 16 bytes per lane: the L1
-    # passes (the L1 takes each half-warp's lines apart, so a line both halves touch costs two), only when that is
-    # more than the lines; None otherwise
+    # int32 (n_warps,): SHARED: the shared-memory wavefronts; GLOBAL/LOCAL: the wavefronts of the L1's data banks
+    # (``data_wavefronts``), only where some instruction needs other than one per line; None otherwise
     wavefronts: np.ndarray | None = None
     shared_ideal_wavefronts: np.ndarray | None = None  # int32 (n_warps,): wavefronts with no conflicts
     # int64 (n_warps,): the byte address of a one-lane atomic on a lock word (``Op.sync``), -1 where the warp

@@ -128,8 +128,7 @@ class MemorySystem:
         # the same per slice: l2_latency_by_slice[sm partition][slice]
         self.l2_latency_by_slice = [[row[p] for p in slice_partition] for row in sm_to_slice_latency]
         # per SM partition: the latency of a far line this partition holds a copy of (never, without far_copies)
-        self.l2_near = [sm_to_slice_latency[p][p] if l2.far_copies and p < len(sm_to_slice_latency[p]) else 1 << 30
-                        for p in range(len(sm_to_slice_latency))]
+        self.l2_near = [row[p] if l2.far_copies else 1 << 30 for p, row in enumerate(sm_to_slice_latency)]
         self.xbar_cycles = max(1, (min(min(r) for r in sm_to_slice_latency) - self.l1_hit_latency) // 2)
         fetch_sectors = l2.fetch_bytes // l2.sector_bytes
         # expand a miss mask to whole fetch blocks (e.g. 64 B = aligned sector pairs)
@@ -303,7 +302,7 @@ class MemorySystem:
         sset = self.l2_sets[s]
         v = sset.pop(line, None)
         # the written line's copy in the other partition is stale now: only the writer's partition keeps one
-        cb = 256 << sm_part
+        cb = 256 << sm_part if self.far_copies else 0
         if v is not None:
             sset[line] = (v & 255) | mask | (mask << 4) | cb
         else:
@@ -332,15 +331,15 @@ class MemorySystem:
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
     def load(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int], use_l1: bool,
-             slices: Sequence[int], passes: int = 0, n_inst: int = 1) -> float:
+             slices: Sequence[int], wavefronts: int = 0, n_inst: int = 1) -> float:
         """A warp's global/local load of ``lines`` (sector masks ``masks``) issued at ``t``; return when all
-        data is back.  ``slices`` holds each line's L2 slice (``slices_of``); ``passes``: the wavefronts of the
+        data is back.  ``slices`` holds each line's L2 slice (``slices_of``); ``wavefronts``: those of the
         L1's data banks (``MemAccess.wavefronts``; 0: one per line); ``n_inst``: the instructions the lines come
         from (listed one instruction after the other), each a request of its own."""
         n = len(lines)
         if n <= 0:
             return t
-        wfs = passes if passes > 0 else n
+        wfs = wavefronts if wavefronts > 0 else n
         free = self.l1_free[sm]
         t0 = t if t > free else free
         lpc = self.l1_lines_per_clk
