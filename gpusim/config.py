@@ -178,6 +178,9 @@ class L2Spec:
     # a partition keeps a copy of the far lines its SMs read: a line of the other partition costs the far latency
     # only the first time a partition reads it (then near); a store leaves only the writer's partition a copy
     far_copies: bool = P("flag", default=False)
+    # lines per set of a slice (0: one set per slice, fully associative LRU); a line's set within its slice is picked
+    # by a hash of its address, so that sets fill unevenly and dirty lines start going out before the L2 is full
+    ways: int = P("lines", 0, 1 << 20, default=0)
 
 
 @dataclass(frozen=True)

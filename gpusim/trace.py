@@ -129,6 +129,9 @@ class Op:
     mma_dtype: str = ""                 # MMA: input type key of TensorSpec.flops_per_clk_per_sm
     label: str = ""                     # e.g. "LDG.E.32", "FADD", "HGMMA.64x128x16"
     sync: int = 0                       # ATOMIC on a lock word (mem.addr): SYNC_ACQUIRE or SYNC_RELEASE
+    # ALU: the n_inst instructions read none of each other's results (an elementwise tile op, one instruction per
+    # register), so the warp issues them without waiting on a slow pipe; the pipe's throughput holds its next op
+    independent: bool = False
 
 
 @dataclass(slots=True)

@@ -212,7 +212,7 @@ def test_a_hit_on_a_fill_in_flight_waits_for_the_fill():
     eng = Engine(alu_trace(1), H100)
     mem = eng.mem
     line = 12345
-    sl = mem.slices_of([line])
+    sl = mem.sets_of([line])
     first = mem.load(0, 0.0, [line], [0b1111], True, sl)
     assert first > H100.dram.latency_cycles                  # a DRAM miss
     again = mem.load(0, 10.0, [line], [0b1111], True, sl)     # same SM, fill in flight: L1 merges
@@ -256,7 +256,7 @@ def test_write_drain_keeps_reads_row_open(drain):
 
 def test_dirty_lines_at_launch_are_written_back_once_the_footprint_passes_the_l2():
     """l2.dirty_at_launch_bytes: the L2 starts with that many dirty lines of no kernel address, spread evenly over
-    the slices and least recently used.  A read-only footprint that stays below the L2's capacity less those lines
+    the sets and least recently used.  A read-only footprint that stays below the L2's capacity less those lines
     writes nothing back; one past the capacity pushes every one of them out: exactly their bytes are written."""
     from gpusim.timing.engine import Engine
     n = H100.l2.dirty_at_launch_bytes // H100.l2.line_bytes
@@ -264,16 +264,17 @@ def test_dirty_lines_at_launch_are_written_back_once_the_footprint_passes_the_l2
 
     def read(n_lines):
         mem = Engine(alu_trace(1), H100).mem
-        per_slice = [sum(1 for k in s if k < 0) for s in mem.l2_sets]
-        assert sum(per_slice) == n and max(per_slice) - min(per_slice) <= 1
+        per_set = [sum(1 for k in s if k < 0) for s in mem.l2_sets]
+        assert sum(per_set) == n and max(per_set) - min(per_set) <= 1
         lines = list(range(1 << 20, (1 << 20) + n_lines))
         t = 0.0
         for i in range(0, n_lines, 32):
             chunk = lines[i:i + 32]
-            t = mem.load(i % H100.chip.sm_count, t, chunk, [0b1111] * len(chunk), False, mem.slices_of(chunk))
+            t = mem.load(i % H100.chip.sm_count, t, chunk, [0b1111] * len(chunk), False, mem.sets_of(chunk))
         return mem.stats.dram_wr_bytes
 
-    cap = Engine(alu_trace(1), H100).mem.l2_capacity * H100.l2.slices
+    mem0 = Engine(alu_trace(1), H100).mem
+    cap = mem0.l2_capacity * len(mem0.l2_sets)
     assert read(int(0.8 * (cap - n))) == 0
     assert read(2 * cap) == n * H100.l2.line_bytes
 
@@ -312,7 +313,7 @@ def test_the_two_sms_of_a_tpc_merge_reads_of_sectors_already_in_flight():
     lines = list(range(1000, 1016))                  # 16 lines, all four sectors
     masks = [15] * 16
     m = mem(gpu2)
-    sl = m.slices_of(np.array(lines, np.int64)).tolist()
+    sl = m.sets_of(np.array(lines, np.int64)).tolist()
     first = m.load(0, 0.0, lines, masks, False, sl)  # SM 0: to the L2 (DRAM: the lines are cold)
     assert m.stats.l2_rd_sectors == 64
     again = m.load(1, 10.0, lines, masks, False, sl)  # SM 1, same TPC, while in flight: merged
@@ -416,7 +417,7 @@ def test_each_further_line_of_a_request_adds_to_its_latency():
     m = MemorySystem(H100, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
     for n in (1, 8, 32):
         lines = list(range(5000 + 64 * n, 5000 + 64 * n + n))
-        sl = m.slices_of(np.array(lines, np.int64)).tolist()
+        sl = m.sets_of(np.array(lines, np.int64)).tolist()
         m.load(0, 0.0, lines, [1] * n, True, sl)                  # bring them into the L1
         t0 = 50_000.0 * n
         assert m.load(0, t0, lines, [1] * n, True, sl) - t0 == pytest.approx(hit + (n - 1) * ll)
@@ -456,3 +457,52 @@ def test_a_global_load_s_lanes_in_one_bank_of_different_lines_serialize_in_the_l
     assert np.array_equal(coalesce_rows(many, 8).wavefronts, coalesce_global(many, 8).wavefronts)
     shifted = np.stack([64 + lane * 4 + 256 * k for k in range(128)])
     assert np.array_equal(coalesce_rows(shifted, 4).wavefronts, coalesce_global(shifted, 4).wavefronts)
+
+
+def test_a_set_associative_l2_writes_back_the_dirty_lines_its_fullest_sets_cannot_hold():
+    """l2.ways: each slice is split into sets of ``ways`` lines and a line's set is picked by its address hash, so
+    a footprint below the capacity can overflow its fullest sets.  Stores of F scattered whole lines (F half
+    the capacity, each set LRU, every line dirty) write back exactly sum over sets of max(0, lines there - ways)
+    lines; fully associative slices (ways 0) write back none."""
+    import collections
+    import dataclasses
+    from gpusim.timing.engine import Engine
+
+    def mem_of(ways):
+        l2 = dataclasses.replace(H100.l2, ways=ways, dirty_at_launch_bytes=0, write_bytes_per_clk_per_slice=0.0)
+        return Engine(alu_trace(1), dataclasses.replace(H100, l2=l2)).mem
+
+    m = mem_of(8)
+    assert m.l2_capacity == 8 and len(m.l2_sets) == H100.l2.slices * m.sets_per_slice
+    # scattered lines (the hash spreads consecutive ones almost evenly)
+    rng = np.random.default_rng(7)
+    lines = rng.choice(1 << 26, m.l2_capacity * len(m.l2_sets) // 2, replace=False).tolist()
+    assert m.sets_of(lines[:4096]).tolist() == [m.set_of(x) for x in lines[:4096]]
+    assert all(m.set_of(x) % H100.l2.slices == m.slice_of(x) for x in lines[:4096])
+    overflow = sum(max(0, c - 8) for c in collections.Counter(m.set_of(x) for x in lines).values())
+    assert overflow > 0
+    for mem, expect in ((m, overflow), (mem_of(0), 0)):
+        for i, x in enumerate(lines):
+            mem.store(i % H100.chip.sm_count, float(i), [x], [0b1111])
+        assert mem.stats.dram_wr_bytes == expect * H100.l2.line_bytes
+
+
+def test_independent_instructions_on_a_slow_pipe_do_not_hold_the_warp():
+    """Op.independent (an elementwise tile op, one instruction per register): one warp issues 64 such MUFU
+    instructions at the FP32 pace (2 cycles each: latency 4 over alu_ilp 2) while the SFU (16 lanes per SM per clock:
+    8 cycles a warp instruction on a sub-partition) stays busy for them; an FP32 op that does not read their results
+    follows at once, one that reads them waits for the SFU to drain plus its latency (18).  Not independent, each
+    MUFU holds the warp max(8, 18 / 2) = 9 cycles."""
+    from gpusim.trace import KernelTrace, Op, OpKind, OpTable
+
+    def cycles(indep, dep):
+        # (the MUFU reads a result -- the first op's -- so that its own is tracked: see Engine._allocate)
+        ops = [Op(OpKind.ALU, Pipe.FP32, 1, 1, label="FMUL"),
+               Op(OpKind.ALU, Pipe.SFU, 64, 1, deps=(0,), label="MUFU.EX2", independent=indep),
+               Op(OpKind.ALU, Pipe.FP32, 64, 2, deps=(1,) if dep else (), label="FADD", independent=True)]
+        tr = KernelTrace("ew", "triton", (1, 1, 1), (32, 1, 1), 32, 0, [OpTable(0, 1, 1, ops, None)])
+        return run(tr, H100).cycles
+
+    free = cycles(True, False)
+    assert cycles(False, False) - free == pytest.approx(64 * (9 - 2), abs=3)
+    assert cycles(True, True) - free == pytest.approx(64 * 8 + 18 - 64 * 2, abs=3)

@@ -201,7 +201,7 @@ class Engine:
                     use_l1 = ((self.cache_loads_l1 and not m.l1_bypass) or int(m.space) == _LOCAL) if kind == _LOAD \
                         else (m.bytes_per_lane <= 4 if kind == _STORE else m.bytes_per_lane < 16)
                     x = (memoryview(np.ascontiguousarray(m.line)), memoryview(np.ascontiguousarray(m.smask)),
-                         m.ptr.tolist(), memoryview(self.mem.slices_of(m.line)), use_l1)
+                         m.ptr.tolist(), memoryview(self.mem.sets_of(m.line)), use_l1)
                     if kind == _LOAD and m.wavefronts is not None:
                         x = x + (m.wavefronts.tolist(),)        # the L1 passes per warp (8/16-byte lanes)
                     if kind == _ATOM and op.sync and m.addr is not None:
@@ -231,7 +231,10 @@ class Engine:
                 busy = n * pc[pipe]
                 if kind == _ALU and pipe == _FP32 and self.imad_factor != 1.0 and op.label.startswith("IMAD"):
                     busy *= self.imad_factor
-                c.append((k, kind, pipe, n, op.deps, busy, n * wc[pipe], x, op))
+                # the warp's own cycles for the n instructions; independent ones (an elementwise tile op) go out at
+                # the FP32 pace even on a slower pipe, which stays busy for them (``busy``) and holds its next op
+                dtw = n * (min(wc[pipe], wc[_FP32]) if kind == _ALU and op.independent else wc[pipe])
+                c.append((k, kind, pipe, n, op.deps, busy, dtw, x, op))
                 reasons.append(reason)
             self._compiled[id(table)] = c
             self._reasons[id(table)] = reasons

@@ -12,10 +12,10 @@ Timing is by reservation: every unit with a bandwidth keeps the clock at which i
 are load-to-use cycles measured by pointer chasing (L1 hit, L2 hit near/far, DRAM), so a lone access sees
 exactly the measured latency and a busy one adds its queueing delay.  All times are SM clock cycles.
 
-Caches are sectored LRU: an L1 per SM and, for L2, one LRU set per slice (addresses are hashed over slices,
-so a slice behaves like one highly associative set).  L1 is write-through without allocation for global
-stores; L2 is write-back: dirty sectors reach DRAM when evicted.  An L2 set is a plain dict kept in LRU order
-(a line that is touched is taken out and put back at the end; the victim is the first), which costs less than
+Caches are sectored LRU: an L1 per SM and, for L2, sets of ``l2.ways`` lines in each slice (addresses are
+hashed over slices and over the sets of a slice; with ``ways`` 0 a slice is one highly associative set).  L1 is
+write-through without allocation for global stores; L2 is write-back: dirty sectors reach DRAM when evicted.  An
+L2 set is a plain dict kept in LRU order (a line that is touched is taken out and put back at the end; the victim is the first), which costs less than
 an OrderedDict's linked list on a hit; the dict is rebuilt every ``COMPACT_EVERY`` evictions so that finding
 the first line does not walk over many deleted ones.  L1s are kept the same way.
 """
@@ -97,9 +97,13 @@ class MemorySystem:
         # --- L2 ---
         self.n_slices = l2.slices
         # line -> sector bits | dirty << 4 | (with far_copies) 1 << (8 + p) for each far partition p holding a copy
-        self.l2_sets: list[dict[int, int]] = [{} for _ in range(l2.slices)]
+        # sets: l2_sets[slice + slices * k] for the k-th set of a slice (see set_of)
+        per_slice = max(1, int(l2.size_bytes * l2.capacity_fraction) // l2.line_bytes // l2.slices)
+        self.sets_per_slice = max(1, per_slice // l2.ways) if l2.ways else 1
+        self.l2_capacity = l2.ways if l2.ways and per_slice >= l2.ways else per_slice   # lines per set
+        self.l2_sets: list[dict[int, int]] = [{} for _ in range(l2.slices * self.sets_per_slice)]
         self.far_copies = l2.far_copies
-        self.l2_evictions = [0] * l2.slices      # since the set's dict was last rebuilt
+        self.l2_evictions = [0] * len(self.l2_sets)      # since the set's dict was last rebuilt
         # DRAM fills in flight: line -> (cycle the requester has its data, sectors), as l1_pend
         self.l2_pend: dict[int, tuple[float, int]] = {}
         # reads in flight per group of l2.merge_sms SMs (a TPC): line -> (cycle its data is back, sectors, cycle it
@@ -111,7 +115,6 @@ class MemorySystem:
             [{} for _ in range(n_grp)] if l2.merge_sms > 1 else None
         self._pend_cap = [4096] * (n_sm + 1)     # prune l1_pend[sm] / l2_pend (last) past this many entries
         self._grp_cap = [4096] * n_grp
-        self.l2_capacity = max(1, int(l2.size_bytes * l2.capacity_fraction) // l2.line_bytes // l2.slices)
         self._fill_dirty_at_launch(l2.dirty_at_launch_bytes // l2.line_bytes)
         self.slice_free = [0.0] * l2.slices
         self.sector_cycles = l2.sector_bytes / l2.bytes_per_clk_per_slice
@@ -155,13 +158,14 @@ class MemorySystem:
 
     def _fill_dirty_at_launch(self, n_lines: int) -> None:
         """The L2 as the kernel finds it: ``n_lines`` whole dirty lines that belong to no kernel address (negative
-        line numbers), spread evenly over the slices, each slice's the least recently used of its set.  The
-        kernel's lines push them out once its footprint nears the capacity; then they cost DRAM writes."""
-        q, r = divmod(max(0, n_lines), self.n_slices)
-        for s in range(self.n_slices):
+        line numbers), spread evenly over the sets, each the least recently used of its set.  The kernel's lines
+        push them out once its footprint nears the capacity; then they cost DRAM writes."""
+        n_sets = len(self.l2_sets)
+        q, r = divmod(max(0, n_lines), n_sets)
+        for s in range(n_sets):
             sset = self.l2_sets[s]
             for j in range(min(self.l2_capacity, q + (s < r))):
-                sset[-(j * self.n_slices + s + 1)] = 0xFF
+                sset[-(j * n_sets + s + 1)] = 0xFF
 
     @staticmethod
     def _expand(mask: int, group: int) -> int:
@@ -176,6 +180,12 @@ class MemorySystem:
 
     def slice_of(self, line: int) -> int:
         return _hash(line) % self.n_slices
+
+    def set_of(self, line: int) -> int:
+        """Index in ``l2_sets`` of the set that holds ``line``: its slice ``s`` plus ``slices`` times its set in the
+        slice (from the hash bits above those that pick the slice); ``set % slices`` is the slice."""
+        h = _hash(line)
+        return h % self.n_slices + self.n_slices * ((h // self.n_slices) % self.sets_per_slice)
 
     # ---- DRAM --------------------------------------------------------------------------------------
     def _dram(self, t: float, line: int, mask: int, write: bool) -> float:
@@ -213,7 +223,7 @@ class MemorySystem:
 
     # ---- L2 ----------------------------------------------------------------------------------------
     def _l2_insert(self, s: int, sset: dict, line: int, value: int, t: float) -> None:
-        """Put ``line`` (not in the set) at the MRU end of set ``s``; evict the LRU line if the set is over capacity
+        """Put ``line`` (not in the set) at the MRU end of set ``s`` (an index of ``l2_sets``); evict the LRU line if the set is over capacity
         (its dirty sectors go to DRAM at ``t``)."""
         sset[line] = value
         if len(sset) > self.l2_capacity:
@@ -222,12 +232,16 @@ class MemorySystem:
             if dirty:
                 self._dram(t, victim, dirty, True)
 
-    def slices_of(self, lines) -> np.ndarray:
-        """L2 slice of each line (vectorized form of ``slice_of``)."""
+    def sets_of(self, lines) -> np.ndarray:
+        """L2 set of each line (vectorized form of ``set_of``)."""
         a = np.asarray(lines, dtype=np.uint64)
         with np.errstate(over="ignore"):
             h = (a * np.uint64(_MIX)) >> np.uint64(29)
-        return (h % np.uint64(self.n_slices)).astype(np.int32)
+        n = np.uint64(self.n_slices)
+        out = h % n
+        if self.sets_per_slice > 1:
+            out += n * ((h // n) % np.uint64(self.sets_per_slice))
+        return out.astype(np.int32)
 
     def _write_port(self, s: int, t: float, nsec: int) -> float:
         """Write ``nsec`` sectors into slice ``s``'s data array from cycle ``t`` on; return when they are written.
@@ -282,7 +296,8 @@ class MemorySystem:
         SM is free of it (see below; 0 when the write side is not modelled).  ``new``: the
         sectors that cost the write side (default all of ``mask``; sectors merged with the warp's previous store
         cost nothing more there)."""
-        s = _hash(line) % self.n_slices
+        sid = self.set_of(line)
+        s = sid % self.n_slices
         arr = t + self.xbar_cycles
         free = self.slice_free[s]
         start = arr if arr > free else free
@@ -299,26 +314,27 @@ class MemorySystem:
         if self.observers:
             for f in self.observers:
                 f(start, "l2_write", nsec * 32)
-        sset = self.l2_sets[s]
+        sset = self.l2_sets[sid]
         v = sset.pop(line, None)
         # the written line's copy in the other partition is stale now: only the writer's partition keeps one
         cb = 256 << sm_part if self.far_copies else 0
         if v is not None:
             sset[line] = (v & 255) | mask | (mask << 4) | cb
         else:
-            self._l2_insert(s, sset, line, mask | (mask << 4) | cb, start)
+            self._l2_insert(sid, sset, line, mask | (mask << 4) | cb, start)
         return ack
 
     def l2_atomic(self, sm_part: int, t: float, line: int, mask: int, ops: int) -> float:
         """An atomic on ``ops`` lane-operations in ``line`` performed at the L2 slice; return result time."""
-        s = _hash(line) % self.n_slices
+        sid = self.set_of(line)
+        s = sid % self.n_slices
         arr = t + self.xbar_cycles
         free = self.slice_free[s]
         start = arr if arr > free else free
         self.slice_free[s] = start + max(ops, POPCOUNT[mask]) * self.sector_cycles + self.atomic_request_cycles
         wait = start - arr
         self.stats.l2_atom_sectors += POPCOUNT[mask]
-        sset = self.l2_sets[s]
+        sset = self.l2_sets[sid]
         v = sset.pop(line, None)
         delay = 0.0
         if v is None or (mask & ~v & 15):
@@ -326,14 +342,14 @@ class MemorySystem:
             fetch = self.fetch_expand[mask & ~have & 15] & ~have & 15
             delay = self._dram(start, line, fetch, False) + self.dram_latency - self.l2_latency[sm_part][0]
             v = have | fetch
-        self._l2_insert(s, sset, line, (v & 255) | mask | (mask << 4), start)
+        self._l2_insert(sid, sset, line, (v & 255) | mask | (mask << 4), start)
         return t + self.atomic_latency + wait + max(0.0, delay)
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
     def load(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int], use_l1: bool,
-             slices: Sequence[int], wavefronts: int = 0, n_inst: int = 1) -> float:
+             sets: Sequence[int], wavefronts: int = 0, n_inst: int = 1) -> float:
         """A warp's global/local load of ``lines`` (sector masks ``masks``) issued at ``t``; return when all
-        data is back.  ``slices`` holds each line's L2 slice (``slices_of``); ``wavefronts``: those of the
+        data is back.  ``sets`` holds each line's L2 set (``sets_of``); ``wavefronts``: those of the
         L1's data banks (``MemAccess.wavefronts``; 0: one per line); ``n_inst``: the instructions the lines come
         from (listed one instruction after the other), each a request of its own."""
         n = len(lines)
@@ -375,7 +391,7 @@ class MemorySystem:
             cap = self.l1_capacity
             n_sec = 0
             js, ls, ms, ss = [], [], [], []
-            for j, line, m, sl in zip(range(n), lines, masks, slices):
+            for j, line, m, sl in zip(range(n), lines, masks, sets):
                 nsec = POPCOUNT[m]
                 n_sec += nsec
                 have = od.pop(line, None)
@@ -407,15 +423,17 @@ class MemorySystem:
             to_l2 = zip(js, ls, ms, ss)
         else:
             n_sec = -1
-            to_l2 = zip(range(n), lines, masks, slices)
+            to_l2 = zip(range(n), lines, masks, sets)
         pend2 = self.l2_pend
         g = sm // self.merge_sms
         gp = self.grp_pend[g] if self.grp_pend is not None else None
         merged = 0
         mwin = self.merge_window
-        for j, line, miss, sl in to_l2:
+        nsl = self.n_slices
+        for j, line, miss, sid in to_l2:
             # L2 lookup, inlined for the common hit case; the line reaches its slice when the tag stage
             # (lpc lines per clock) has sent it, plus the crossbar
+            sl = sid % nsl
             arr = t0 + j * step + xbar
             if iper > 1:
                 arr += (j % iper) * extra
@@ -437,7 +455,7 @@ class MemorySystem:
             if obs:
                 for f in obs:
                     f(start, "l2_read", ns * 32)
-            sset = l2_sets[sl]
+            sset = l2_sets[sid]
             v = sset.pop(line, None)
             if v is not None and not (miss & ~v):     # (miss has sector bits only; v's high bits: dirty)
                 l2_hit += ns
@@ -458,7 +476,7 @@ class MemorySystem:
                         elif p[1] & miss and p[0] > r:
                             r = p[0]                   # its DRAM fill is still in flight
             else:
-                r = self._l2_miss(part, start, line, miss, sl, v, arr)
+                r = self._l2_miss(part, start, line, miss, sid, v, arr)
                 if len(pend2) > self._pend_cap[-1]:
                     self._pend_cap[-1] = self._prune(pend2, start)
                 pend2[line] = (r, miss)
@@ -504,11 +522,12 @@ class MemorySystem:
             del pend[line]
         return max(4096, 2 * len(pend))
 
-    def _l2_miss(self, part: int, start: float, line: int, miss: int, s: int, v, arr: float) -> float:
-        """The rest of an L2 read whose sectors are not all present (``v``: the line's bits, taken out of its set,
-        or None): fetch from DRAM, fill the line and put it back as the most recently used."""
+    def _l2_miss(self, part: int, start: float, line: int, miss: int, sid: int, v, arr: float) -> float:
+        """The rest of an L2 read whose sectors are not all present (``v``: the line's bits, taken out of its set
+        ``sid``, or None): fetch from DRAM, fill the line and put it back as the most recently used."""
         st = self.stats
-        sset = self.l2_sets[s]
+        sset = self.l2_sets[sid]
+        s = sid % self.n_slices
         if v is not None:
             st.l2_rd_hit_sectors += POPCOUNT[miss & v & 15]
             m2 = miss & ~v & 15
@@ -530,7 +549,7 @@ class MemorySystem:
         if v:
             sset[line] = v | fetch | cb
         else:
-            self._l2_insert(s, sset, line, fetch | cb, start)
+            self._l2_insert(sid, sset, line, fetch | cb, start)
         return arr - self.xbar_cycles + (start - arr) + self.dram_latency + delay
 
     def store(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int],
@@ -591,9 +610,9 @@ class MemorySystem:
         ``timing.sampling``): each line, in order, becomes the most recently used of its set with the sectors of
         its mask -- a load's widened to whole ``fetch_bytes`` pieces, a store's (``stores`` non-zero) marked
         dirty; a set over capacity drops its least recently used line without writing it back."""
-        sets, cap, expand, nsl = self.l2_sets, self.l2_capacity, self.fetch_expand, self.n_slices
+        sets, cap, expand, set_of = self.l2_sets, self.l2_capacity, self.fetch_expand, self.set_of
         for line, m, st in zip(lines, masks, stores):
-            s = _hash(line) % nsl
+            s = set_of(line)
             sset = sets[s]
             v = sset.pop(line, 0)
             sset[line] = v | ((m | m << 4) if st else expand[m])

@@ -240,7 +240,7 @@ class SampledEngine(Engine):
         full = self.n_ctas // self.W
         # the first CTA of the tail: the last TAIL_WAVES whole waves and the partial wave
         self.tail_first = (full - TAIL_WAVES) * self.W
-        self.l2_lines_total = self.mem.l2_capacity * self.mem.n_slices
+        self.l2_lines_total = self.mem.l2_capacity * len(self.mem.l2_sets)
         self.info = SamplingInfo("exact", "no steady state before the tail: every CTA replayed",
                                  waves_total=self.n_ctas / self.W, waves_replayed=self.n_ctas / self.W,
                                  ctas_per_wave=self.W)

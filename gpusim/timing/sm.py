@@ -235,11 +235,12 @@ class WarpScheduler:
                 if pf > t:
                     throttle += pf - t
                     t = pf
-                pipe_free[p] = t + busy
+                done = t + busy
+                pipe_free[p] = done
                 t += dt
                 if ws:
                     # a result on a dependence chain from a load: its consumers wait for the pipe latency
-                    pend[ws] = t + x
+                    pend[ws] = (done if done > t else t) + x
             elif kind == _BAR:
                 pc += 1
                 issued += ni

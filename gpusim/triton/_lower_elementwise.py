@@ -9,7 +9,7 @@ materialized once.  Per-unit costs: ``costs.py``.
 """
 from __future__ import annotations
 
-from ..trace import Pipe
+from ..trace import OpKind, Pipe
 from . import _core as C
 from . import costs as K
 from ._layouts import _ept_in, distinct_values
@@ -126,7 +126,13 @@ class ElementwiseLowering:
         if dt.is_floating() and kind in _FLOP_KINDS:
             self.stats.flops += _FLOP_KINDS[kind] * out.numel * (self._active_warps() // self.W)
         deps = [x.src for x in ins]
+        n0 = len(self.ops)
         op = self._elementwise(out, ins, kind, src_dtype, deps, site, line)
+        if shape and (dt.is_floating() or any(x.dtype.is_floating() for x in ins)):
+            # a floating-point tile op: each instruction computes its own registers' elements
+            for o in self.ops[n0:]:
+                if o.kind == OpKind.ALU and o.n_inst > 1:
+                    o.indep = True
         if op is not None:
             out.src = op
 

@@ -48,7 +48,7 @@ def _join(group: list[OpTable]) -> OpTable:
         if mem is not None:
             mem = T.concat_access([t.ops[i].mem for t in group])
         ops.append(Op(kind=o.kind, pipe=o.pipe, n_inst=o.n_inst, line=o.line, deps=o.deps, mem=mem, flops=o.flops,
-                      mma_dtype=o.mma_dtype, label=o.label, sync=o.sync))
+                      mma_dtype=o.mma_dtype, label=o.label, sync=o.sync, independent=o.independent))
     if all(t.active is None for t in group):
         active = None
     else:
