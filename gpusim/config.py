@@ -166,6 +166,9 @@ class L2Spec:
     # dirty lines of no kernel address the L2 holds when the kernel starts (bytes), least recently used: they are
     # written back once the kernel's own lines push them out (Nsight Compute's replay leaves them there)
     dirty_at_launch_bytes: int = P("bytes", 0, 1 << 34, default=0)
+    # dirty bytes the L2 holds at most (0: no limit beyond its capacity): a store that would pass it has the slice
+    # write back its oldest dirty line first (the line stays, clean), so a store-only stream keeps this much dirty
+    dirty_max_bytes: int = P("bytes", 0, 1 << 34, default=0)
     # bytes per clock one slice writes into its data array: stores from the SMs and line fills from DRAM (0: no
     # limit beyond bytes_per_clk_per_slice); a warp's stores are acknowledged when written, and it exits after that
     write_bytes_per_clk_per_slice: float = P("bytes/clock", 0, 4096, default=0.0)

@@ -258,12 +258,15 @@ def test_dirty_lines_at_launch_are_written_back_once_the_footprint_passes_the_l2
     """l2.dirty_at_launch_bytes: the L2 starts with that many dirty lines of no kernel address, spread evenly over
     the sets and least recently used.  A read-only footprint that stays below the L2's capacity less those lines
     writes nothing back; one past the capacity pushes every one of them out: exactly their bytes are written."""
+    import dataclasses
     from gpusim.timing.engine import Engine
     n = H100.l2.dirty_at_launch_bytes // H100.l2.line_bytes
     assert n > 0
+    # one LRU set per slice (l2.ways 0), no cap on dirty lines: the footprint at which they go is sharp
+    gpu = dataclasses.replace(H100, l2=dataclasses.replace(H100.l2, ways=0, dirty_max_bytes=0))
 
     def read(n_lines):
-        mem = Engine(alu_trace(1), H100).mem
+        mem = Engine(alu_trace(1), gpu).mem
         per_set = [sum(1 for k in s if k < 0) for s in mem.l2_sets]
         assert sum(per_set) == n and max(per_set) - min(per_set) <= 1
         lines = list(range(1 << 20, (1 << 20) + n_lines))
@@ -273,7 +276,7 @@ def test_dirty_lines_at_launch_are_written_back_once_the_footprint_passes_the_l2
             t = mem.load(i % H100.chip.sm_count, t, chunk, [0b1111] * len(chunk), False, mem.sets_of(chunk))
         return mem.stats.dram_wr_bytes
 
-    mem0 = Engine(alu_trace(1), H100).mem
+    mem0 = Engine(alu_trace(1), gpu).mem
     cap = mem0.l2_capacity * len(mem0.l2_sets)
     assert read(int(0.8 * (cap - n))) == 0
     assert read(2 * cap) == n * H100.l2.line_bytes
@@ -469,7 +472,8 @@ def test_a_set_associative_l2_writes_back_the_dirty_lines_its_fullest_sets_canno
     from gpusim.timing.engine import Engine
 
     def mem_of(ways):
-        l2 = dataclasses.replace(H100.l2, ways=ways, dirty_at_launch_bytes=0, write_bytes_per_clk_per_slice=0.0)
+        l2 = dataclasses.replace(H100.l2, ways=ways, dirty_at_launch_bytes=0, write_bytes_per_clk_per_slice=0.0,
+                                 dirty_max_bytes=0)
         return Engine(alu_trace(1), dataclasses.replace(H100, l2=l2)).mem
 
     m = mem_of(8)
@@ -506,3 +510,35 @@ def test_independent_instructions_on_a_slow_pipe_do_not_hold_the_warp():
     free = cycles(True, False)
     assert cycles(False, False) - free == pytest.approx(64 * (9 - 2), abs=3)
     assert cycles(True, True) - free == pytest.approx(64 * 8 + 18 - 64 * 2, abs=3)
+
+
+def test_the_l2_writes_back_its_oldest_dirty_lines_past_its_dirty_limit():
+    """l2.dirty_max_bytes: a slice holds at most that share of dirty lines; a store past it first writes back the
+    slice's oldest dirty line, which stays in the L2, clean.  Stores of N distinct whole lines that fit the L2 write
+    back exactly sum over slices of max(0, lines there - limit) lines and leave min(lines there, limit) dirty;
+    without the limit they write back nothing."""
+    import collections
+    import dataclasses
+    from gpusim.timing.engine import Engine
+
+    def mem_of(dirty_max):
+        l2 = dataclasses.replace(H100.l2, ways=0, dirty_at_launch_bytes=0, write_bytes_per_clk_per_slice=0.0,
+                                 dirty_max_bytes=dirty_max)
+        return Engine(alu_trace(1), dataclasses.replace(H100, l2=l2)).mem
+
+    limit = 4 << 20
+    m = mem_of(limit)
+    per_slice = limit // H100.l2.line_bytes // H100.l2.slices
+    assert m.dirty_cap == per_slice
+    lines = list(range(1 << 20, (1 << 20) + 3 * limit // H100.l2.line_bytes))     # 12 MB: within the capacity
+    counts = collections.Counter(m.slice_of(x) for x in lines).values()
+    for mem, cap in ((m, per_slice), (mem_of(0), None)):
+        for i, x in enumerate(lines):
+            mem.store(i % H100.chip.sm_count, float(i), [x], [0b1111])
+        dirty = sum(1 for s in mem.l2_sets for v in s.values() if (v >> 4) & 15)
+        if cap is None:
+            assert mem.stats.dram_wr_bytes == 0 and dirty == len(lines)
+        else:
+            assert mem.stats.dram_wr_bytes == sum(max(0, c - cap) for c in counts) * H100.l2.line_bytes > 0
+            assert dirty == sum(min(c, cap) for c in counts)
+            assert sum(len(s) for s in mem.l2_sets) == len(lines)          # written back, not evicted

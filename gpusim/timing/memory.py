@@ -29,6 +29,7 @@ from ..config import GPUConfig
 
 POPCOUNT = [bin(i).count("1") for i in range(256)]
 _MIX = 0x9E3779B97F4A7C15
+_MIX2 = 0xD6E8FEB86659FD93
 COMPACT_EVERY = 512
 _MASK64 = (1 << 64) - 1
 
@@ -49,6 +50,13 @@ def _evict_first(sets: list[dict], evictions: list[int], i: int) -> tuple[int, i
         sets[i] = dict(d)
     evictions[i] = n
     return victim, v
+
+
+def _set_hash(x: int) -> int:
+    """A second scramble of a line number, for its set within its slice: its address bits folded (xor-shifts) before
+    the multiply, so that consecutive lines land on the sets as a random placement would, unevenly."""
+    x ^= (x >> 7) ^ (x >> 17)
+    return ((x * _MIX2) & _MASK64) >> 40
 
 
 def _hash(x: int) -> int:
@@ -115,6 +123,9 @@ class MemorySystem:
             [{} for _ in range(n_grp)] if l2.merge_sms > 1 else None
         self._pend_cap = [4096] * (n_sm + 1)     # prune l1_pend[sm] / l2_pend (last) past this many entries
         self._grp_cap = [4096] * n_grp
+        # with l2.dirty_max_bytes: per slice, its dirty lines, oldest first (line -> its set), and how many it may hold
+        self.dirty_cap = l2.dirty_max_bytes // l2.line_bytes // l2.slices if l2.dirty_max_bytes else 0
+        self.dirty_order: list[dict[int, int]] = [{} for _ in range(l2.slices)]
         self._fill_dirty_at_launch(l2.dirty_at_launch_bytes // l2.line_bytes)
         self.slice_free = [0.0] * l2.slices
         self.sector_cycles = l2.sector_bytes / l2.bytes_per_clk_per_slice
@@ -165,7 +176,10 @@ class MemorySystem:
         for s in range(n_sets):
             sset = self.l2_sets[s]
             for j in range(min(self.l2_capacity, q + (s < r))):
-                sset[-(j * n_sets + s + 1)] = 0xFF
+                line = -(j * n_sets + s + 1)
+                sset[line] = 0xFF
+                if self.dirty_cap:
+                    self.dirty_order[s % self.n_slices][line] = s
 
     @staticmethod
     def _expand(mask: int, group: int) -> int:
@@ -184,8 +198,10 @@ class MemorySystem:
     def set_of(self, line: int) -> int:
         """Index in ``l2_sets`` of the set that holds ``line``: its slice ``s`` plus ``slices`` times its set in the
         slice (from the hash bits above those that pick the slice); ``set % slices`` is the slice."""
-        h = _hash(line)
-        return h % self.n_slices + self.n_slices * ((h // self.n_slices) % self.sets_per_slice)
+        s = _hash(line) % self.n_slices
+        if self.sets_per_slice == 1:
+            return s
+        return s + self.n_slices * (_set_hash(line) % self.sets_per_slice)
 
     # ---- DRAM --------------------------------------------------------------------------------------
     def _dram(self, t: float, line: int, mask: int, write: bool) -> float:
@@ -231,16 +247,35 @@ class MemorySystem:
             dirty = (v >> 4) & 15
             if dirty:
                 self._dram(t, victim, dirty, True)
+                if self.dirty_cap:
+                    self.dirty_order[s % self.n_slices].pop(victim, None)
+
+    def _dirtied(self, sid: int, line: int, t: float, cost: bool = True) -> None:
+        """``line`` of set ``sid`` is (again) dirty: it becomes its slice's newest dirty line; past ``dirty_cap`` the
+        slice writes back its oldest one (at ``t``, unless not ``cost``: functional warming), which stays clean."""
+        order = self.dirty_order[sid % self.n_slices]
+        order.pop(line, None)
+        order[line] = sid
+        if len(order) > self.dirty_cap:
+            old = next(iter(order))
+            osid = order.pop(old)
+            oset = self.l2_sets[osid]
+            v = oset.get(old)
+            if v is not None and (v >> 4) & 15:
+                if cost:
+                    self._dram(t, old, (v >> 4) & 15, True)
+                oset[old] = v & ~0xF0                   # (the line keeps its place in the set's LRU order)
 
     def sets_of(self, lines) -> np.ndarray:
         """L2 set of each line (vectorized form of ``set_of``)."""
         a = np.asarray(lines, dtype=np.uint64)
         with np.errstate(over="ignore"):
             h = (a * np.uint64(_MIX)) >> np.uint64(29)
-        n = np.uint64(self.n_slices)
-        out = h % n
-        if self.sets_per_slice > 1:
-            out += n * ((h // n) % np.uint64(self.sets_per_slice))
+            n = np.uint64(self.n_slices)
+            out = h % n
+            if self.sets_per_slice > 1:
+                x = a ^ (a >> np.uint64(7)) ^ (a >> np.uint64(17))
+                out += n * (((x * np.uint64(_MIX2)) >> np.uint64(40)) % np.uint64(self.sets_per_slice))
         return out.astype(np.int32)
 
     def _write_port(self, s: int, t: float, nsec: int) -> float:
@@ -322,6 +357,8 @@ class MemorySystem:
             sset[line] = (v & 255) | mask | (mask << 4) | cb
         else:
             self._l2_insert(sid, sset, line, mask | (mask << 4) | cb, start)
+        if self.dirty_cap:
+            self._dirtied(sid, line, start)
         return ack
 
     def l2_atomic(self, sm_part: int, t: float, line: int, mask: int, ops: int) -> float:
@@ -343,6 +380,8 @@ class MemorySystem:
             delay = self._dram(start, line, fetch, False) + self.dram_latency - self.l2_latency[sm_part][0]
             v = have | fetch
         self._l2_insert(sid, sset, line, (v & 255) | mask | (mask << 4), start)
+        if self.dirty_cap:
+            self._dirtied(sid, line, start)
         return t + self.atomic_latency + wait + max(0.0, delay)
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
@@ -617,7 +656,11 @@ class MemorySystem:
             v = sset.pop(line, 0)
             sset[line] = v | ((m | m << 4) if st else expand[m])
             if len(sset) > cap:
-                _evict_first(sets, self.l2_evictions, s)
+                victim, vv = _evict_first(sets, self.l2_evictions, s)
+                if self.dirty_cap and (vv >> 4) & 15:
+                    self.dirty_order[s % self.n_slices].pop(victim, None)
+            if st and self.dirty_cap:
+                self._dirtied(s, line, 0.0, cost=False)
 
     def shared(self, sm: int, t: float, wavefronts: int, latency: int) -> float:
         """Shared-memory access of ``wavefronts`` wavefronts on the SM's data stage; return data-ready time."""
