@@ -216,6 +216,9 @@ class TensorSpec:
     flops_per_clk_per_sm: dict[str, int] = P("FLOP/clock", 1, 1 << 20, keys=MMA_TYPES, required=("fp16",))
     mma_kind: str = P("text", choices=("wgmma", "mma.sync"))   # Hopper warpgroup MMA or Ampere's mma.sync
     mma_latency_cycles: int = P("cycles", 1, 100_000)
+    # bytes per clock the SM's shared-memory data stage delivers to the tensor cores for operands read from shared
+    # memory (a wgmma's descriptors); 0: operand reads cost no shared-memory bandwidth
+    operand_bytes_per_clk: float = P("bytes/clock", 0, 4096, default=0.0)
 
 
 @dataclass(frozen=True)

@@ -405,15 +405,19 @@ def sm_units_busy(rep: Report) -> dict[str, float]:
         out[f"{pipe} pipe"] = 100.0 * n * max(1.0, sm.warp_size / lanes) / sm.issue_per_clk / slots
     rates = gpu.tensor.flops_per_clk_per_sm
     tensor_clk = 0.0
+    operand_wf = 0.0                # clocks of the shared-memory data stage the MMAs' operand reads take
     for t in tr.tables:
         for i, op in enumerate(t.ops):
             if op.kind == OpKind.MMA:
                 warps = t.n_warps if t.active is None else int(np.count_nonzero(t.active[i]))
                 tensor_clk += op.flops * warps / rates.get(op.mma_dtype, rates["fp16"])
+                if gpu.tensor.operand_bytes_per_clk > 0:
+                    operand_wf += op.smem_bytes * warps / gpu.tensor.operand_bytes_per_clk
     if tensor_clk:
         out["tensor cores"] = 100.0 * tensor_clk / (n_sm * run)
     mem = res.memory
-    wavefronts = c["shld_wavefronts"] + c["shst_wavefronts"] + (mem["l1_ld_sectors"] + mem["l1_st_sectors"]) / 4
+    wavefronts = (c["shld_wavefronts"] + c["shst_wavefronts"] + (mem["l1_ld_sectors"] + mem["l1_st_sectors"]) / 4
+                  + operand_wf)
     if wavefronts:
         out["L1/shared data stage"] = 100.0 * wavefronts / (n_sm * run)
     return out

@@ -132,6 +132,9 @@ class Op:
     # ALU: the n_inst instructions read none of each other's results (an elementwise tile op, one instruction per
     # register), so the warp issues them without waiting on a slow pipe; the pipe's throughput holds its next op
     independent: bool = False
+    # MMA: bytes of operands the tensor cores read from shared memory for this warp (a wgmma's shared A and B,
+    # a quarter of the warpgroup's); they pass the SM's shared-memory data stage (TensorSpec.operand_bytes_per_clk)
+    smem_bytes: int = 0
 
 
 @dataclass(slots=True)

@@ -146,7 +146,12 @@ def test_tensor_core_matmul_is_compute_bound():
     rep = _one("tl_matmul.py", M=1024, N=4224, K=256)      # 264 tiles of 128 x 128: one whole wave
     e = rep.explain()
     assert e.limiter == "compute"
-    assert max(e.units_busy_pct, key=e.units_busy_pct.get) == "tensor cores"
+    # the SM's own units are busiest: the tensor cores and the shared-memory data stage that feeds them (per K step
+    # of 64: 48 KB of wgmma operands and 32 KB of copies into shared memory at 128 B/clk, 640 clocks, against 512
+    # of tensor work), no memory or occupancy idealization saves 10%
+    busy = sorted(e.units_busy_pct, key=e.units_busy_pct.get, reverse=True)
+    assert busy[:2] == ["L1/shared data stage", "tensor cores"]
+    assert e.units_busy_pct["L1/shared data stage"] >= 1.25 * e.units_busy_pct["tensor cores"]
     assert all(r["saving_pct"] < 10 for r in e.records)
 
 

@@ -542,3 +542,51 @@ def test_the_l2_writes_back_its_oldest_dirty_lines_past_its_dirty_limit():
             assert mem.stats.dram_wr_bytes == sum(max(0, c - cap) for c in counts) * H100.l2.line_bytes > 0
             assert dirty == sum(min(c, cap) for c in counts)
             assert sum(len(s) for s in mem.l2_sets) == len(lines)          # written back, not evicted
+
+
+def test_a_wgmma_reading_both_operands_from_shared_memory_waits_for_the_data_stage():
+    """tensor.operand_bytes_per_clk: one warpgroup issues n wgmma m64n32k16 (16 clocks each at the SM's fp16 rate,
+    4096 FLOP/clk) and a result reader.  With A and B in shared memory each wgmma reads 2 KB + 1 KB = 3 KB, 24 clocks
+    of the 128 B/clk data stage, which sets the pace: 24 clocks a wgmma (the H100 record: 66% of the tensor peak at
+    N = 32).  With A in registers only B's 1 KB (8 clocks) is read and the tensor pipe's 16 clocks set it; with the
+    operand rate at 0 the reads cost nothing."""
+    import dataclasses
+    from gpusim.trace import KernelTrace, Op, OpKind, OpTable
+
+    def cycles(n, a_in_smem, gpu=H100):
+        per_warp = n * 32 * (32 + (64 if a_in_smem else 0)) // 4
+        ops = [Op(OpKind.MMA, Pipe.TENSOR, n, 1, flops=n * 2 * 64 * 32 * 16 // 4, mma_dtype="fp16",
+                  label="HGMMA.64x32x16.F32", smem_bytes=per_warp),
+               Op(OpKind.ALU, Pipe.FP32, 1, 2, deps=(0,), label="FADD")]
+        tr = KernelTrace("mma", "triton", (1, 1, 1), (128, 1, 1), 32, 0, [OpTable(0, 1, 4, ops, None)])
+        return run(tr, gpu).cycles
+
+    assert H100.tensor.operand_bytes_per_clk == 128
+    assert cycles(128, True) - cycles(64, True) == pytest.approx(64 * 24, abs=2)
+    assert cycles(128, False) - cycles(64, False) == pytest.approx(64 * 16, abs=2)
+    assert cycles(64, True) - cycles(64, False) == pytest.approx(64 * 8, abs=2)
+    off = dataclasses.replace(H100, tensor=dataclasses.replace(H100.tensor, operand_bytes_per_clk=0.0))
+    assert cycles(64, True, off) == cycles(64, False)
+
+
+def test_the_operand_rate_reproduces_the_h100_wgmma_record():
+    """records/smem_operand_h100.json: per SM, a wgmma m64nNk16 takes max(N/2 tensor clocks, its shared-memory
+    operand bytes (32 (N + 64) with A in shared memory, 32 N with A in registers) / operand_bytes_per_clk): the
+    measured FLOP per clock of every case with 4 CTAs per SM within 6% (the tensor-bound ones reach 95-99% of the
+    peak; A in registers at N = 16 runs at 60% on the chip, which this rule does not explain: left out, see
+    CALIBRATION.md)."""
+    import json
+    from gpusim.validate.records import RECORDS_DIR
+    rec = json.load(open(RECORDS_DIR / "smem_operand_h100.json"))
+    peak = H100.tensor.flops_per_clk_per_sm["fp16"]
+    checked = 0
+    for c in rec["wgmma"]:
+        n = c["N"] // (2 if (c["M"] == 64 and c["num_warps"] == 8) else 1)     # warps along N split it
+        if c["ctas"] != 4 or (c["rs"] and n == 16):
+            continue
+        tensor = 2 * 64 * n * 16 / peak
+        operand = 32 * (n + (0 if c["rs"] else 64)) / H100.tensor.operand_bytes_per_clk
+        model = 2 * 64 * n * 16 / max(tensor, operand)
+        assert model == pytest.approx(c["flop_per_clk_per_sm"], rel=0.06), c
+        checked += 1
+    assert checked >= 18

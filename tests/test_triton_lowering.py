@@ -95,9 +95,37 @@ def test_matmul_shared_memory_and_wgmma_counts(BM, BN, BK, W, S):
         assert op.n_inst == per_step
         assert op.label.startswith(f"HGMMA.64x{n_instr}x16")
         assert op.mma_dtype == "fp16" and op.pipe == Pipe.TENSOR
+        # both operands from shared memory: per wgmma A (64 x 16 fp16) and B (16 x n), a quarter per warp
+        assert op.smem_bytes == per_step * (64 * 16 * 2 + 16 * n_instr * 2) // 4
     # the tensor-core work of all warps is exactly 2*M*N*K
     assert sum(op.flops * t.n_warps for t, _, op in mmas) == 2 * M * N * K
     assert tr.flops >= 2 * M * N * K
+
+
+@triton.jit
+def _rs_dot(a_ptr, b_ptr, c_ptr, N: tl.constexpr, COMPUTED: tl.constexpr):
+    r = tl.arange(0, 64)
+    rn = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * 64 + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * N + rn[None, :])
+    if COMPUTED:
+        a = (a * 2.0).to(tl.float16)
+    tl.store(c_ptr + r[:, None] * N + rn[None, :], tl.dot(a, b))
+
+
+@pytest.mark.parametrize("computed", [False, True])
+def test_a_computed_operand_stays_in_registers_and_only_b_is_read_from_shared_memory(computed):
+    """A wgmma's A operand comes from registers when the kernel computes it (FlashAttention's P) and from shared
+    memory when it is loaded; B always from shared memory: m64n32k16 x 4 k-steps, 4 warps."""
+    a = (RNG.standard_normal((64, 64)) * 0.1).astype(np.float16)
+    b = (RNG.standard_normal((64, 32)) * 0.1).astype(np.float16)
+    c = np.zeros((64, 32), np.float32)
+    tr = trace_launch(_rs_dot, (1,), [a, b, c], dict(N=32, COMPUTED=computed, num_warps=4))
+    ref = (a.astype(np.float32) * (2 if computed else 1)) @ b.astype(np.float32)
+    np.testing.assert_allclose(c, ref, rtol=2e-2, atol=2e-2)
+    (_, _, op), = _ops(tr, OpKind.MMA)
+    assert op.n_inst == 4 and op.label.startswith("HGMMA.64x32x16")
+    assert op.smem_bytes == 4 * (16 * 32 * 2 + (0 if computed else 64 * 16 * 2)) // 4
 
 
 def test_pipelining_structure():

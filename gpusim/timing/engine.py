@@ -100,6 +100,7 @@ class Engine:
         self.tensor_default = tens.get("fp16", 1024) / sm.subpartitions   # load_gpu requires an fp16 rate
         self.notes: list[str] = []
         self.mma_latency = gpu.tensor.mma_latency_cycles
+        self.operand_bytes_per_clk = gpu.tensor.operand_bytes_per_clk
         self.shared_latency = sm.shared_latency_cycles
         self.membar_cycles = sm.membar_gpu_cycles
         self.cache_loads_l1 = gpu.l1.cache_global_loads
@@ -181,6 +182,9 @@ class Engine:
                         if note not in self.notes:
                             self.notes.append(note)
                     x = op.flops / rate
+                    if op.smem_bytes and self.operand_bytes_per_clk > 0:
+                        # (tensor cycles, cycles of the SM's shared-memory data stage for the operands)
+                        x = (x, op.smem_bytes / self.operand_bytes_per_clk)
                     reason = 9                           # tensor_wait
                 elif kind == _ALU and _gpu_fence(op.label):
                     kind, x = _MEMBAR, self.membar_cycles    # the warp waits for the fence (Warp.advance)

@@ -250,8 +250,20 @@ class WarpScheduler:
             elif kind == _MMA:
                 pf = pipe_free[_TENSOR]
                 start = t if t > pf else pf
-                pipe_free[_TENSOR] = start + x
-                pend[ws] = start + x + self.mma_latency
+                if type(x) is tuple:
+                    # operands read from shared memory: the warp's share passes the SM's data stage (shared with
+                    # LDS/STS and the copies into shared memory); the tensor pipe waits for them
+                    x, sx = x
+                    mem = self.engine.mem
+                    smi = self.sm.index
+                    free = mem.l1_free[smi]
+                    s0 = start if start > free else free
+                    mem.l1_free[smi] = s0 + sx
+                    end = s0 + sx if s0 + sx > start + x else start + x
+                else:
+                    end = start + x
+                pipe_free[_TENSOR] = end
+                pend[ws] = end + self.mma_latency
                 t = start + ni
             elif kind == _AWAIT:
                 t += ni          # cp.async.wait_group: its deps (the copies) were checked above

@@ -28,7 +28,7 @@ from ._resources import Region
 
 class RecOp:
     __slots__ = ("kind", "pipe", "n_inst", "line", "deps", "mem", "flops", "mma_dtype", "label", "active", "loop",
-                 "it", "lanes", "sync", "indep")
+                 "it", "lanes", "sync", "indep", "smem")
 
     def __init__(self, kind, pipe, n_inst, line, deps, mem=None, flops=0, mma_dtype="", label="", active=None):
         self.kind, self.pipe, self.n_inst, self.line = kind, pipe, n_inst, line
@@ -39,6 +39,7 @@ class RecOp:
         self.lanes = None        # active lanes of each warp of a CTA (an op only some warps issue), or None: all
         self.sync = 0            # Op.sync: a lock acquired or released (a one-thread atomic of a spin lock)
         self.indep = False       # Op.independent: an elementwise op's instructions, one per register
+        self.smem = 0            # Op.smem_bytes: an MMA's operand bytes read from shared memory, per warp
 
 
 class Facts:
@@ -317,7 +318,7 @@ class LoweringBase:
             deps = tuple(sorted({index[id(d)] for d in o.deps if id(d) in index and index[id(d)] < i}))
             ops.append(Op(kind=o.kind, pipe=o.pipe, n_inst=int(o.n_inst), line=int(o.line), deps=deps, mem=o.mem,
                           flops=max(0, int(o.flops)), mma_dtype=o.mma_dtype, label=o.label, sync=o.sync,
-                          independent=o.indep))
+                          independent=o.indep, smem_bytes=int(o.smem)))
             if o.active is not None or o.lanes is not None:
                 any_masked = True
         active = None

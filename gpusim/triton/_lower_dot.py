@@ -108,6 +108,9 @@ class DotLowering:
             label = f"HGMMA.64x{n}x{k}.F32" + ("" if dt == "fp16" else f".{dt.upper()}")
             op = self._emit(OpKind.MMA, Pipe.TENSOR, n_inst, deps, flops=flops, mma_dtype=_mma_key(dt),
                             label=label, line=line)
+            # each wgmma reads its B (n x k) and, unless A is in registers, its A (64 x k) from shared memory: k
+            # elements of 256 bits, 32 bytes per row; the warpgroup's four warps take a quarter each
+            op.smem = n_inst * 32 * (n + (0 if a_in_regs else 64)) // 4
             instr = (64, n, k)
             self.stats.dots[key] = {"unit": "wgmma (MMAv3)", "instr": f"m64n{n}k{k}", "warpsPerCTA": list(wpc),
                                     "wgmma_per_warp": n_inst, "a_operand": "registers" if a_in_regs else "shared"}

@@ -16,7 +16,7 @@ from ._layouts import WARP
 # ---------------------------------------------------------------------------------------------------------
 
 def _signature(t: OpTable):
-    return tuple((o.kind, o.pipe, o.n_inst, o.line, o.deps, o.flops, o.mma_dtype, o.label, o.sync,
+    return tuple((o.kind, o.pipe, o.n_inst, o.line, o.deps, o.flops, o.mma_dtype, o.label, o.sync, o.smem_bytes,
                   None if o.mem is None else (o.mem.space, o.mem.bytes_per_lane)) for o in t.ops)
 
 
@@ -48,7 +48,8 @@ def _join(group: list[OpTable]) -> OpTable:
         if mem is not None:
             mem = T.concat_access([t.ops[i].mem for t in group])
         ops.append(Op(kind=o.kind, pipe=o.pipe, n_inst=o.n_inst, line=o.line, deps=o.deps, mem=mem, flops=o.flops,
-                      mma_dtype=o.mma_dtype, label=o.label, sync=o.sync, independent=o.independent))
+                      mma_dtype=o.mma_dtype, label=o.label, sync=o.sync, independent=o.independent,
+                      smem_bytes=o.smem_bytes))
     if all(t.active is None for t in group):
         active = None
     else:
