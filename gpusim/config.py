@@ -73,6 +73,9 @@ class ChipSpec:
     cta_launch_cycles: int = P("cycles", 0, 1_000_000)         # per-CTA dispatch latency on an SM
     # after the last CTA retires until the kernel is complete (membar/flush)
     drain_cycles: int = P("cycles", 0, 10_000_000)
+    # the SMs' clock while a kernel keeps the tensor cores busy (the chip lowers it under that power; the L2 and DRAM
+    # keep theirs): a kernel with MMA instructions runs at it (GPUConfig.clocked_for); 0: always sm_clock_mhz
+    sm_clock_tensor_mhz: float = P("MHz", 0, 10_000, default=0.0)
     # DRAM bytes a launch reads besides its data on a cold cache: the kernel's code and constant banks
     launch_fetch_bytes: int = P("bytes", 0, 1 << 30, default=0)
     # the work distributor's throughput: CTAs started per cycle over the whole chip (0: unlimited).  It caps how
@@ -245,6 +248,29 @@ class GPUConfig:
     def dram_bytes_per_cycle(self) -> float:
         """Sustained DRAM bandwidth in bytes per SM clock."""
         return self.dram.peak_bandwidth_gbps * 1e9 * self.dram.efficiency / (self.chip.sm_clock_mhz * 1e6)
+
+    def at_sm_clock(self, mhz: float) -> "GPUConfig":
+        """This GPU with its SMs at ``mhz``: the memory side (L2, DRAM) keeps its own clocks, so its latencies in
+        SM cycles and its bandwidths in bytes per SM cycle scale by the ratio (DRAM bandwidth and row misses follow
+        from ``sm_clock_mhz``); the SMs' own costs (L1, shared memory, pipes, launch) stay in SM cycles."""
+        f = mhz / self.chip.sm_clock_mhz
+        if f == 1.0:
+            return self
+        l2, dram = self.l2, self.dram
+        return dataclasses.replace(
+            self, chip=dataclasses.replace(self.chip, sm_clock_mhz=mhz),
+            l2=dataclasses.replace(l2, near_latency_cycles=round(l2.near_latency_cycles * f),
+                                   far_latency_cycles=round(l2.far_latency_cycles * f),
+                                   atomic_latency_cycles=round(l2.atomic_latency_cycles * f),
+                                   bytes_per_clk_per_slice=l2.bytes_per_clk_per_slice / f,
+                                   write_bytes_per_clk_per_slice=l2.write_bytes_per_clk_per_slice / f),
+            dram=dataclasses.replace(dram, latency_cycles=round(dram.latency_cycles * f)))
+
+    def clocked_for(self, has_mma: bool) -> "GPUConfig":
+        """The configuration a kernel runs at: ``chip.sm_clock_tensor_mhz`` when it issues MMA instructions (and
+        the preset sets one), else this one."""
+        t = self.chip.sm_clock_tensor_mhz
+        return self.at_sm_clock(t) if has_mma and t > 0 else self
 
     def cycles_to_us(self, cycles: float) -> float:
         return cycles / self.chip.sm_clock_mhz

@@ -179,6 +179,8 @@ def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: 
                  timing_s: float = 0.0) -> Report:
     """Turn a trace and an engine run into a Report.  ``wall_s``: host seconds for the whole simulation
     (functional execution + trace + timing); ``timing_s``: the timing engine's share."""
+    if res.sm_clock_mhz and res.sm_clock_mhz != gpu.chip.sm_clock_mhz:
+        gpu = gpu.at_sm_clock(res.sm_clock_mhz)     # the kernel ran at the tensor clock (GPUConfig.clocked_for)
     c = trace_counts(trace)
     mem = res.memory
     occ = res.occupancy

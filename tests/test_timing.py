@@ -590,3 +590,29 @@ def test_the_operand_rate_reproduces_the_h100_wgmma_record():
         assert model == pytest.approx(c["flop_per_clk_per_sm"], rel=0.06), c
         checked += 1
     assert checked >= 18
+
+
+def test_a_tensor_core_kernel_runs_its_sms_at_the_tensor_clock():
+    """chip.sm_clock_tensor_mhz (the records' tensor-core kernels ran at a median 1.77 GHz, the others at 1.97): a
+    trace with MMA ops runs at it; the memory side keeps its clocks, so its latencies in SM cycles scale by
+    1770/1980 and its bandwidths per SM cycle by the inverse, while the SMs' own costs stay; a trace without MMA
+    runs at the boost clock."""
+    from gpusim.trace import KernelTrace, Op, OpKind, OpTable
+    f = 1770 / 1980
+    assert H100.chip.sm_clock_tensor_mhz == 1770
+    slow = H100.clocked_for(True)
+    assert H100.clocked_for(False) is H100
+    assert slow.chip.sm_clock_mhz == 1770
+    assert slow.dram.latency_cycles == round(H100.dram.latency_cycles * f)
+    assert slow.l2.near_latency_cycles == round(H100.l2.near_latency_cycles * f)
+    assert slow.l2.bytes_per_clk_per_slice == pytest.approx(H100.l2.bytes_per_clk_per_slice / f)
+    assert slow.dram_bytes_per_cycle() == pytest.approx(H100.dram_bytes_per_cycle() / f)
+    assert slow.l1 == H100.l1 and slow.sm == H100.sm and slow.tensor == H100.tensor
+
+    def result(kind):
+        op = (Op(OpKind.MMA, Pipe.TENSOR, 4, 1, flops=4 * 2 * 64 * 64 * 16 // 4, mma_dtype="fp16")
+              if kind == "mma" else Op(OpKind.ALU, Pipe.FP32, 4, 1, label="FFMA"))
+        tr = KernelTrace("k", "triton", (1, 1, 1), (128, 1, 1), 32, 0, [OpTable(0, 1, 4, [op], None)])
+        return run(tr, H100)
+
+    assert result("mma").sm_clock_mhz == 1770 and result("alu").sm_clock_mhz == 1980

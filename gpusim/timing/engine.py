@@ -66,6 +66,7 @@ class EngineResult:
     # how the grid was replayed (``sampling.SamplingInfo.to_dict``): mode "exact" or "sampled", waves, reason
     sampling: dict = field(default_factory=dict)
     spin_inst: int = 0                # warp instructions of failed lock attempts (spin loops), not in the trace
+    sm_clock_mhz: float = 0.0         # the SM clock the kernel ran at (GPUConfig.clocked_for); 0: the preset's
 
 
 class Engine:
@@ -73,7 +74,8 @@ class Engine:
 
     def __init__(self, trace: KernelTrace, gpu: GPUConfig | str = "h100", *, record_timeline: bool = False,
                  policy: str | None = None):
-        gpu = load_gpu(gpu)
+        # a kernel that keeps the tensor cores busy runs its SMs at the preset's lower tensor clock
+        gpu = load_gpu(gpu).clocked_for(any(int(op.kind) == _MMA for t in trace.tables for op in t.ops))
         self.trace = trace
         self.gpu = gpu
         self.env = simpy.Environment()
@@ -99,6 +101,9 @@ class Engine:
         self.tensor_flops_per_clk_smsp = {k: v / sm.subpartitions for k, v in tens.items()}
         self.tensor_default = tens.get("fp16", 1024) / sm.subpartitions   # load_gpu requires an fp16 rate
         self.notes: list[str] = []
+        if gpu.chip.sm_clock_tensor_mhz > 0 and gpu.chip.sm_clock_mhz == gpu.chip.sm_clock_tensor_mhz:
+            self.notes.append(f"SM clock {gpu.chip.sm_clock_mhz:.0f} MHz: a tensor-core kernel runs at "
+                              f"chip.sm_clock_tensor_mhz (the L2 and DRAM keep their clocks)")
         self.mma_latency = gpu.tensor.mma_latency_cycles
         self.operand_bytes_per_clk = gpu.tensor.operand_bytes_per_clk
         self.shared_latency = sm.shared_latency_cycles
@@ -559,7 +564,7 @@ class Engine:
             sm_warp_cycles=sum(w[5] - w[4] for w in self.warp_info.values()),
             cta_spans=self.cta_spans, timeline=self.timeline, warps=self.warp_info,
             bandwidth_events=self.bw_events, launch_overhead_cycles=t0, notes=list(self.notes),
-            spin_inst=self.spin_inst)
+            spin_inst=self.spin_inst, sm_clock_mhz=self.gpu.chip.sm_clock_mhz)
 
 
 def union_length(intervals: list[tuple[float, float]]) -> float:
