@@ -392,7 +392,8 @@ def sm_units_busy(rep: Report) -> dict[str, float]:
     drain), averaged over the SMs and their sub-partitions: the warp schedulers' issue slots, each pipe (warp
     instructions x clocks each takes on a sub-partition's share of the pipe), the tensor cores (MMA FLOP at the
     preset's rate) and the L1/shared data stage (shared wavefronts + L1 sectors / 4 + the wgmma operands read from
-    shared memory at ``tensor.operand_bytes_per_clk``, one 128 B wavefront per clock).  The largest is the SM's busiest unit (Nsight Compute's "SM throughput" in spirit)."""
+    shared memory at ``tensor.operand_bytes_per_clk``, one 128 B wavefront per clock).  The largest is the SM's
+    busiest unit (Nsight Compute's "SM throughput" in spirit)."""
     tr, gpu, res = rep.trace, rep.config, rep.engine
     sm = gpu.sm
     run = max(1.0, float(res.cycles) - res.launch_overhead_cycles - gpu.chip.drain_cycles)

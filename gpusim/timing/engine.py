@@ -75,7 +75,8 @@ class Engine:
     def __init__(self, trace: KernelTrace, gpu: GPUConfig | str = "h100", *, record_timeline: bool = False,
                  policy: str | None = None):
         # a kernel that keeps the tensor cores busy runs its SMs at the preset's lower tensor clock
-        gpu = load_gpu(gpu).clocked_for(any(int(op.kind) == _MMA for t in trace.tables for op in t.ops))
+        preset = load_gpu(gpu)
+        gpu = preset.clocked_for(any(int(op.kind) == _MMA for t in trace.tables for op in t.ops))
         self.trace = trace
         self.gpu = gpu
         self.env = simpy.Environment()
@@ -101,7 +102,7 @@ class Engine:
         self.tensor_flops_per_clk_smsp = {k: v / sm.subpartitions for k, v in tens.items()}
         self.tensor_default = tens.get("fp16", 1024) / sm.subpartitions   # load_gpu requires an fp16 rate
         self.notes: list[str] = []
-        if gpu.chip.sm_clock_tensor_mhz > 0 and gpu.chip.sm_clock_mhz == gpu.chip.sm_clock_tensor_mhz:
+        if gpu.chip.sm_clock_mhz != preset.chip.sm_clock_mhz:
             self.notes.append(f"SM clock {gpu.chip.sm_clock_mhz:.0f} MHz: a tensor-core kernel runs at "
                               f"chip.sm_clock_tensor_mhz (the L2 and DRAM keep their clocks)")
         self.mma_latency = gpu.tensor.mma_latency_cycles
