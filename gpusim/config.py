@@ -210,6 +210,12 @@ class DRAMSpec:
     # the controller buffers writes (L2 write-backs) and drains them in row order, apart from the reads: a write
     # opens rows of its own (a row miss only against the bank's last write row) and never closes a read's row
     write_drain: bool = P("flag", default=False)
+    # with write_drain: the bytes of write-backs a channel buffers before it drains them in one batch, the bus
+    # turning round from reads to writes and back once per batch (reads that arrive meanwhile wait for the batch);
+    # 0: each write-back takes the bus on its own, between the reads
+    write_batch_bytes: int = P("bytes", 0, 1 << 24, default=0)
+    # the read-write-read bus turnaround a batch costs (ns; JEDEC tWTR + tRTW)
+    write_turnaround_ns: float = P("ns", 0, 10_000, default=0.0)
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,11 @@ class MemorySystem:
         # write drain (dram.write_drain): the row each bank's buffered writes last opened
         self.write_drain = dram.write_drain
         self.open_row_w = [-1] * (dram.channels * dram.banks_per_channel)
+        # write batches (dram.write_batch_bytes): each channel's buffered write bus time (cycles) and the batch size
+        self.write_batch = dram.write_batch_bytes if dram.write_drain else 0
+        self.wbuf_cycles = [0.0] * dram.channels
+        self.wbuf_bytes = [0] * dram.channels
+        self.write_turnaround = dram.write_turnaround_ns * gpu.chip.sm_clock_mhz / 1000.0
         bytes_per_cycle = gpu.dram_bytes_per_cycle() / dram.channels
         self.dram_sector_cycles = l2.sector_bytes / bytes_per_cycle
         self.row_miss_cycles = dram.row_miss_ns * gpu.chip.sm_clock_mhz / 1000.0
@@ -218,8 +223,13 @@ class MemorySystem:
         rows = self.open_row_w if write and self.write_drain else self.open_row
         if rows[bank] != row:
             rows[bank] = row
+            if write and self.write_batch:
+                st.dram_row_misses += 1
+                return self._buffer_write(t, ch, mask)
             ready += self.row_miss_cycles
             st.dram_row_misses += 1
+        if write and self.write_batch:
+            return self._buffer_write(t, ch, mask)
         cf = self.chan_free[ch]
         start = ready if ready > cf else cf
         nsec = POPCOUNT[mask]
@@ -236,6 +246,29 @@ class MemorySystem:
             for f in self.observers:
                 f(end, "dram_write" if write else "dram_read", nbytes)
         return start - t
+
+    def _buffer_write(self, t: float, ch: int, mask: int) -> float:
+        """A write-back into channel ``ch``'s write buffer (``dram.write_batch_bytes``): it costs its sectors' bus
+        time when the batch drains (the batch's row activations overlap across the banks); a full buffer drains at
+        once, taking the channel (and so delaying the reads behind it) for the whole batch and one bus turnaround."""
+        nsec = POPCOUNT[mask]
+        nbytes = nsec * 32
+        st = self.stats
+        st.dram_bursts += 1
+        st.dram_wr_bytes += nbytes
+        self.wbuf_cycles[ch] += nsec * self.dram_sector_cycles
+        self.wbuf_bytes[ch] += nbytes
+        if self.wbuf_bytes[ch] >= self.write_batch:
+            cf = self.chan_free[ch]
+            start = t if t > cf else cf
+            end = start + self.wbuf_cycles[ch] + self.write_turnaround
+            self.chan_free[ch] = end
+            if self.observers:
+                for f in self.observers:
+                    f(end, "dram_write", self.wbuf_bytes[ch])
+            self.wbuf_cycles[ch] = 0.0
+            self.wbuf_bytes[ch] = 0
+        return 0.0
 
     # ---- L2 ----------------------------------------------------------------------------------------
     def _l2_insert(self, s: int, sset: dict, line: int, value: int, t: float) -> None:
