@@ -158,9 +158,8 @@ class MemorySystem:
         # write drain (dram.write_drain): the row each bank's buffered writes last opened
         self.write_drain = dram.write_drain
         self.open_row_w = [-1] * (dram.channels * dram.banks_per_channel)
-        # write batches (dram.write_batch_bytes): each channel's buffered write bus time (cycles) and the batch size
+        # write batches (dram.write_batch_bytes): the batch size and each channel's buffered write-back bytes
         self.write_batch = dram.write_batch_bytes if dram.write_drain else 0
-        self.wbuf_cycles = [0.0] * dram.channels
         self.wbuf_bytes = [0] * dram.channels
         self.write_turnaround = dram.write_turnaround_ns * gpu.chip.sm_clock_mhz / 1000.0
         bytes_per_cycle = gpu.dram_bytes_per_cycle() / dram.channels
@@ -223,12 +222,9 @@ class MemorySystem:
         rows = self.open_row_w if write and self.write_drain else self.open_row
         if rows[bank] != row:
             rows[bank] = row
-            if write and self.write_batch:
-                st.dram_row_misses += 1
-                return self._buffer_write(t, ch, mask)
             ready += self.row_miss_cycles
             st.dram_row_misses += 1
-        if write and self.write_batch:
+        if write and self.write_batch:                 # (a batch's row activations overlap across the banks)
             return self._buffer_write(t, ch, mask)
         cf = self.chan_free[ch]
         start = ready if ready > cf else cf
@@ -256,18 +252,16 @@ class MemorySystem:
         st = self.stats
         st.dram_bursts += 1
         st.dram_wr_bytes += nbytes
-        self.wbuf_cycles[ch] += nsec * self.dram_sector_cycles
-        self.wbuf_bytes[ch] += nbytes
-        if self.wbuf_bytes[ch] >= self.write_batch:
-            cf = self.chan_free[ch]
-            start = t if t > cf else cf
-            end = start + self.wbuf_cycles[ch] + self.write_turnaround
-            self.chan_free[ch] = end
-            if self.observers:
-                for f in self.observers:
-                    f(end, "dram_write", self.wbuf_bytes[ch])
-            self.wbuf_cycles[ch] = 0.0
-            self.wbuf_bytes[ch] = 0
+        buf = self.wbuf_bytes[ch] + nbytes
+        if buf < self.write_batch:
+            self.wbuf_bytes[ch] = buf
+            return 0.0
+        cf = self.chan_free[ch]
+        end = (t if t > cf else cf) + (buf // 32) * self.dram_sector_cycles + self.write_turnaround
+        self.chan_free[ch] = end
+        self.wbuf_bytes[ch] = 0
+        for f in self.observers:
+            f(end, "dram_write", buf)
         return 0.0
 
     # ---- L2 ----------------------------------------------------------------------------------------
