@@ -33,6 +33,7 @@ CASES = {
     "vector_add_2e28": ("kernels/vector_add.py", {"n": 1 << 28}, 10.0),
     "fma_loop_1024_2112x256": ("kernels/math_throughput.py", {"op": "fp32", "n": 2112 * 256, "iters": 1024}, 30.0),
     "vector_add_2e24": ("kernels/vector_add.py", {"n": 1 << 24}, None),
+    "vector_add_2e26": ("kernels/vector_add.py", {"n": 1 << 26}, None),
     "tl_vector_add_2e26": ("kernels/tl_vector_add.py", {"n": 1 << 26}, None),
 }
 

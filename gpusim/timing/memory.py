@@ -671,11 +671,12 @@ class MemorySystem:
                 ready = r
         return ready
 
-    def warm_l2(self, lines: Sequence[int], masks: Sequence[int], stores: Sequence[int]) -> None:
-        """Put ``lines`` into the L2 as accesses that take no time and count nothing (functional warming, see
-        ``timing.sampling``): each line, in order, becomes the most recently used of its set with the sectors of
-        its mask -- a load's widened to whole ``fetch_bytes`` pieces, a store's (``stores`` non-zero) marked
-        dirty; a set over capacity drops its least recently used line without writing it back."""
+    def warm_l2(self, lines: Sequence[int], masks: Sequence[int], stores: Sequence[int],
+                write_back_at: float | None = None) -> None:
+        """Functional warming (``timing.sampling``): each of ``lines``, in order, becomes the most recently used
+        of its set with its mask's sectors (a load's widened to ``fetch_bytes`` pieces, a store's dirty), taking
+        no time and counting nothing; a set over capacity drops its LRU line, whose dirty sectors go to DRAM at
+        ``write_back_at`` (cycles; timed and counted) when given, else nowhere."""
         sets, cap, expand, set_of = self.l2_sets, self.l2_capacity, self.fetch_expand, self.set_of
         for line, m, st in zip(lines, masks, stores):
             s = set_of(line)
@@ -684,8 +685,11 @@ class MemorySystem:
             sset[line] = v | ((m | m << 4) if st else expand[m])
             if len(sset) > cap:
                 victim, vv = _evict_first(sets, self.l2_evictions, s)
-                if self.dirty_cap and (vv >> 4) & 15:
-                    self.dirty_order[s % self.n_slices].pop(victim, None)
+                if (vv >> 4) & 15:
+                    if write_back_at is not None:
+                        self._dram(write_back_at, victim, (vv >> 4) & 15, True)
+                    if self.dirty_cap:
+                        self.dirty_order[s % self.n_slices].pop(victim, None)
             if st and self.dirty_cap:
                 self._dirtied(s, line, 0.0, cost=False)
 

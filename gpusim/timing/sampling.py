@@ -27,6 +27,12 @@ need no timing (instructions executed, requests, sectors per request, bank confl
 trace (``metrics.trace_counts``), and functional execution is never sampled: every output of every CTA is
 computed.
 
+A grid of at least ``FILL_MIN_WAVES`` waves whose footprint overflows the L2 spends most of its head filling
+the L2, at a rate the steady state never shows again. It fast-forwards the fill: at wave mark ``FILL_HEAD`` the
+next whole waves' lines go through the L2's tags (functional warming, dirty lines pushed out written back then)
+until it holds ``L2_FULL`` of its lines, their CTAs count as retired, and they are added at the mean rate of the
+intervals before (cycles and counters, as above). The replay goes on with a full L2 to its steady state.
+
 What sampling cannot represent falls back to the exact replay, with the reason (``plan``): fewer than
 ``MIN_WAVES`` waves; CTAs whose work differs (a data-dependent trip count, a causal mask's gradient across the
 grid: instructions or sectors per CTA spread beyond ``WORK_CV_TOL``, per wave beyond ``WAVE_WORK_TOL``); global
@@ -77,6 +83,12 @@ L2_FULL = 0.95
 L2_SETTLE = 2
 #: functional warming at the skip: the skipped CTAs' last lines put through the L2, this many times its lines
 WARM_L2 = 1.5
+#: grids of at least this many waves whose footprint overflows the L2 fast-forward the L2's fill: after
+#: ``FILL_HEAD`` wave marks the following waves' lines go through the L2's tags (functional warming) until it is
+#: full, and those waves are extrapolated at the rate of the intervals before (a stream's fill is most of its
+#: head: 9 of the 24 waves a 2^26 vector add replays to its steady state)
+FILL_MIN_WAVES = 100
+FILL_HEAD = 4
 
 
 @dataclass
@@ -110,6 +122,8 @@ class SamplingInfo:
     ctas_per_wave: int = 0
     head_waves: int = 0
     wave_cycles: float = 0.0
+    #: waves of the L2's fill fast-forwarded (functional warming), extrapolated at the rate before the fill
+    fill_waves: int = 0
     #: cycles and DRAM bytes of each interval between wave marks the replay saw (at most the first 200)
     intervals: list = field(default_factory=list)
 
@@ -118,15 +132,17 @@ class SamplingInfo:
         if self.mode == "sampled":
             return (f"sampled: {_w(self.waves_replayed)} of {_w(self.waves_total)} waves replayed "
                     f"({self.head_waves} to steady state, then the last {_w(self.waves_replayed - self.head_waves)}); "
-                    f"{self.waves_skipped} waves of {self.ctas_per_wave:,} CTAs extrapolated at "
-                    f"{self.wave_cycles:,.0f} cycles each")
+                    f"{self.waves_skipped - self.fill_waves} waves of {self.ctas_per_wave:,} CTAs extrapolated at "
+                    f"{self.wave_cycles:,.0f} cycles each"
+                    + (f", {self.fill_waves} of the L2's fill fast-forwarded" if self.fill_waves else ""))
         return "exact" + (f" ({self.reason})" if self.reason else "")
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "reason": self.reason, "waves_total": self.waves_total,
                 "waves_replayed": self.waves_replayed, "waves_skipped": self.waves_skipped,
                 "ctas_skipped": self.ctas_skipped, "ctas_per_wave": self.ctas_per_wave,
-                "head_waves": self.head_waves, "wave_cycles": self.wave_cycles, "intervals": self.intervals,
+                "head_waves": self.head_waves, "wave_cycles": self.wave_cycles, "fill_waves": self.fill_waves,
+                "intervals": self.intervals,
                 "line": self.line()}
 
 
@@ -237,6 +253,8 @@ class SampledEngine(Engine):
         self.skip_at: int | None = None      # the wave mark at which the middle was skipped
         self.window = 0                      # wave intervals of the steady window that measured the rates
         self.ctas_skipped = 0
+        # the L2 fill fast-forwarded: (index of the mark before the jump, waves, first CTA of them)
+        self.fill: tuple[int, int, int] | None = None
         full = self.n_ctas // self.W
         # the first CTA of the tail: the last TAIL_WAVES whole waves and the partial wave
         self.tail_first = (full - TAIL_WAVES) * self.W
@@ -256,7 +274,10 @@ class SampledEngine(Engine):
         cid = self.next_cta
         if self.skip_at is None and cid % self.W == 0 and cid > 0:
             self.marks.append(self._mark())
-            if self._steady() and self.tail_first - cid >= self.W:
+            if self.fill is None and len(self.marks) == FILL_HEAD and self.plan.waves >= FILL_MIN_WAVES \
+                    and not self.plan.fits_l2 and not self.marks[-1]["l2_full"]:
+                cid = self._fast_forward_fill(cid)
+            elif self._steady() and self.tail_first - cid >= self.W:
                 skip = self.tail_first - cid
                 self.skip_at = len(self.marks)
                 self.ctas_skipped = skip
@@ -264,6 +285,28 @@ class SampledEngine(Engine):
                 self._warm(cid, self.tail_first)
                 cid = self.tail_first
         self.next_cta = cid + 1
+        return cid
+
+    def _fast_forward_fill(self, cid: int) -> int:
+        """Put whole waves from CTA ``cid`` on through the L2's tags (functional warming, in dispatch order) until
+        it is full, leaving at least ``3 * STEADY_HALF + L2_SETTLE`` waves before the tail; count them as retired;
+        return the CTA to dispatch next.  ``run`` adds their time and counters at the rate of the intervals
+        measured before (``self.fill``)."""
+        target = L2_FULL * self.l2_lines_total
+        room = self.tail_first - (3 * STEADY_HALF + L2_SETTLE) * self.W
+        waves = 0
+        chunk = max(1, self.W // 4)
+        while cid + self.W <= room and sum(len(x) for x in self.mem.l2_sets) < target:
+            for lo in range(cid, cid + self.W, chunk):
+                lines, masks, stores = _accesses(self.trace, lo, min(lo + chunk, cid + self.W))
+                # (the dirty lines it pushes out -- those dirty at launch -- are written back now, as they
+                # would have been during the fill)
+                self.mem.warm_l2(lines.tolist(), masks.tolist(), stores.tolist(), write_back_at=self.env.now)
+            cid += self.W
+            waves += 1
+        if waves:
+            self.ctas_done += waves * self.W
+        self.fill = (len(self.marks) - 1, waves, cid - waves * self.W)
         return cid
 
     def _warm(self, lo: int, hi: int) -> None:
@@ -323,34 +366,48 @@ class SampledEngine(Engine):
                       b["mem"]["dram_rd_bytes"] + b["mem"]["dram_wr_bytes"] - a["mem"]["dram_rd_bytes"]
                       - a["mem"]["dram_wr_bytes"]] for a, b in zip(m, m[1:])]
         self.info.intervals = intervals
+        fill = self.fill[1] if self.fill else 0
+        if fill:
+            # the fast-forwarded fill, at the rate of the intervals before it (the first wave's ramp left out)
+            i = self.fill[0]
+            self._extrapolate(res, self.marks[0:i + 1], fill, self.fill[2], self.fill[2] + fill * self.W)
         if self.skip_at is None:
+            if fill:
+                self.info.waves_skipped = fill
+                self.info.ctas_skipped = fill * self.W
+                self.info.waves_replayed -= fill
+                self.info.reason = (f"no steady state before the tail: every CTA replayed but {fill} waves of the "
+                                    f"L2's fill")
             return res
         k = self.window
         win = self.marks[self.skip_at - (k + 1):self.skip_at]
         waves_skipped = self.ctas_skipped // self.W
-        f = waves_skipped / k                    # skipped waves per measured interval
+        wave_cycles = self._extrapolate(res, win, waves_skipped, self.tail_first - self.ctas_skipped,
+                                        self.tail_first)
+        replayed = (self.n_ctas - self.ctas_skipped) / self.W - fill
+        self.info = SamplingInfo("sampled", "", waves_total=self.n_ctas / self.W, waves_replayed=replayed,
+                                 waves_skipped=waves_skipped + fill, ctas_skipped=self.ctas_skipped + fill * self.W,
+                                 ctas_per_wave=self.W, head_waves=self.skip_at,
+                                 wave_cycles=wave_cycles, intervals=intervals, fill_waves=fill)
+        return res
+
+    def _extrapolate(self, res: EngineResult, win: list[dict], waves: int, cta_lo: int, cta_hi: int) -> float:
+        """Add to ``res`` ``waves`` waves at the mean rate of the intervals between the marks ``win`` (cycles and
+        the engine's counters), and the exact instructions of CTAs ``[cta_lo, cta_hi)``; return the cycles per
+        wave."""
+        k = len(win) - 1
+        f = waves / k                            # extrapolated waves per measured interval
         t_lo, t_hi = win[0]["t"], win[-1]["t"]
         wave_cycles = (t_hi - t_lo) / k
-        mem = dict(res.memory)
-        for key in mem:
-            mem[key] = int(round(mem[key] + f * (win[-1]["mem"][key] - win[0]["mem"][key])))
-        stall = {r: v + f * (win[-1]["stall"][i] - win[0]["stall"][i])
-                 for i, (r, v) in enumerate(res.stall_cycles.items())}
-        active = res.sm_active_cycles + f * active_cycles(res.cta_spans, t_lo, t_hi)
-        warp_cycles = res.sm_warp_cycles + f * _warp_cycles_between(res.warps, t_lo, t_hi)
-        inst_skipped = int(self.plan.cta_inst[self.tail_first - self.ctas_skipped:self.tail_first].sum())
-        replayed = (self.n_ctas - self.ctas_skipped) / self.W
-        self.info = SamplingInfo("sampled", "", waves_total=self.n_ctas / self.W, waves_replayed=replayed,
-                                 waves_skipped=waves_skipped, ctas_skipped=self.ctas_skipped,
-                                 ctas_per_wave=self.W, head_waves=self.skip_at, wave_cycles=wave_cycles,
-                                 intervals=intervals)
-        res.cycles = res.cycles + waves_skipped * wave_cycles
-        res.memory = mem
-        res.stall_cycles = stall
-        res.sm_active_cycles = active
-        res.sm_warp_cycles = warp_cycles
-        res.inst_issued = res.inst_issued + inst_skipped
-        return res
+        res.memory = {key: int(round(v + f * (win[-1]["mem"][key] - win[0]["mem"][key])))
+                      for key, v in res.memory.items()}
+        res.stall_cycles = {r: v + f * (win[-1]["stall"][i] - win[0]["stall"][i])
+                            for i, (r, v) in enumerate(res.stall_cycles.items())}
+        res.sm_active_cycles = res.sm_active_cycles + f * active_cycles(res.cta_spans, t_lo, t_hi)
+        res.sm_warp_cycles = res.sm_warp_cycles + f * _warp_cycles_between(res.warps, t_lo, t_hi)
+        res.inst_issued = res.inst_issued + int(self.plan.cta_inst[cta_lo:cta_hi].sum())
+        res.cycles = res.cycles + waves * wave_cycles
+        return wave_cycles
 
 
 def _accesses(trace: KernelTrace, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
