@@ -47,6 +47,7 @@ def test_use_gpu_refuses_a_gpu_without_records(monkeypatch):
     (["--cases", "no_such_case_xyz"], "no suite case matches"),
     (["--gpu", "a100"], "no hardware records for GPU 'a100'"),
     (["--gpu", "h900"], "h900"),
+    (["--sampled", "--readme"], "made with the exact replay"),
 ])
 def test_validate_report_bad_input_is_one_line(args, msg):
     p = subprocess.run([sys.executable, "-m", "gpusim.cli", "validate", "report", *args],
@@ -54,3 +55,20 @@ def test_validate_report_bad_input_is_one_line(args, msg):
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("gpusim: error:") and msg in lines[0]
+
+
+def test_validate_report_sampled_replays_as_gpusim_run_does():
+    """``--sampled`` predicts with the sampled replay (a 62-wave stream: fewer waves replayed, a few tenths of a
+    percent to 2% from the exact replay, tests/test_sampling.py); without it every CTA is replayed."""
+    from gpusim.validate.compare import compare
+    from gpusim.validate.suite import case_by_name
+    case = [case_by_name("vector_add_n16777216")]
+    ex, = compare(case)
+    sa, = compare(case, exact=False)
+    assert sa.predicted["cycles"] != ex.predicted["cycles"]
+    assert abs(sa.predicted["cycles"] - ex.predicted["cycles"]) <= 0.02 * ex.predicted["cycles"]
+    assert sa.predicted["inst_executed"] == ex.predicted["inst_executed"]     # trace counts: never sampled
+    p = subprocess.run([sys.executable, "-m", "gpusim.cli", "validate", "report", "--sampled", "--cases",
+                        "^vector_add_n1024$"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("replay: sampled")

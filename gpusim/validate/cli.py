@@ -69,7 +69,13 @@ def cmd_report(a: argparse.Namespace) -> int:
         raise UsageError(f"validate report: {e} (give --records h100 to compare a preset with the H100's)") from None
     cases = _select(a.cases, a.skip_heavy, a.frontend)
     prog = StepProgress("cases", unit="case") if sys.stderr.isatty() else None
-    rows = compare(cases, a.gpu, progress=prog, cache=a.cache, jobs=a.jobs)
+    if a.sampled and (a.readme or a.holdout_family):
+        raise UsageError("validate report: --sampled checks the sampled replay against the records; the README's "
+                         "figures and the hold-out fits are made with the exact replay (leave out --readme / "
+                         "--holdout-family)")
+    rows = compare(cases, a.gpu, progress=prog, cache=a.cache, jobs=a.jobs, exact=not a.sampled)
+    if a.sampled:
+        print("replay: sampled (gpusim.simulate's default; without --sampled every CTA is replayed)")
     print(format_rows(rows))
     print()
     info = device_info()
@@ -153,6 +159,8 @@ def add_parser(sub) -> None:
     r.add_argument("--holdout-family", action="store_true",
                    help="also recalibrate the hand-fitted parameters without each family and report its error")
     r.add_argument("--readme", action="store_true", help="rewrite README.md's Accuracy section and docs/accuracy.svg")
+    r.add_argument("--sampled", action="store_true",
+                   help="replay each kernel as gpusim run does (sampled where it can be) instead of every CTA")
     r.set_defaults(fn=cmd_report)
     c = vs.add_parser("calibrate", help="fit the H100 preset's parameters to the microbenchmark records")
     c.add_argument("--write", action="store_true", help="write the fitted values into gpusim/presets/h100.toml")

@@ -107,16 +107,17 @@ class Row:
         return (p - m) / m
 
 
-def _predict_named(args: tuple[str, Any]) -> tuple[str, dict[str, float]]:
-    name, gpu = args
-    return name, predict(name, gpu)
+def _predict_named(args: tuple[str, Any, bool]) -> tuple[str, dict[str, float]]:
+    name, gpu, exact = args
+    return name, predict(name, gpu, exact=exact)
 
 
 def compare(cases: Iterable[Case] | None = None, gpu: Any = "h100", progress=None,
-            cache: str | Path | None = None, jobs: int = 1) -> list[Row]:
+            cache: str | Path | None = None, jobs: int = 1, exact: bool = True) -> list[Row]:
     """Simulate each case and pair it with its record.  ``cache``: a JSON file of earlier predictions to
     reuse (written back), keyed by case name -- for interactive work; tests never pass one.  ``jobs`` > 1
-    simulates the cases in that many worker processes (largest first)."""
+    simulates the cases in that many worker processes (largest first).  ``exact`` False: the sampled replay
+    (``predict``)."""
     cases = [c for c in (CASES if cases is None else cases) if records.measured(c.name)]
     memo: dict[str, dict] = {}
     if cache and Path(cache).exists():
@@ -137,11 +138,11 @@ def compare(cases: Iterable[Case] | None = None, gpu: Any = "h100", progress=Non
         from concurrent.futures import ProcessPoolExecutor
         todo.sort(key=lambda n: -records.measured(n).get("inst_executed", 0))
         with ProcessPoolExecutor(max_workers=jobs) as ex:
-            for name, pred in ex.map(_predict_named, [(n, gpu) for n in todo]):
+            for name, pred in ex.map(_predict_named, [(n, gpu, exact) for n in todo]):
                 got(name, pred)
     else:
         for name in todo:
-            got(name, predict(name, gpu))
+            got(name, predict(name, gpu, exact=exact))
     return [Row(c.name, c.group, memo[c.name], records.measured(c.name), c.tags) for c in cases]
 
 
