@@ -345,3 +345,15 @@ def _scale_free_add():
         tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
                  mask=mask)
     return add_kernel
+
+
+def test_the_readme_example_spec_expands_to_its_points():
+    """docs/examples/matmul_sweep.toml (README, "Sweeps, tuning ..."): 2 GPUs x 3 M x 2 BM = 12 points, the
+    kernel path resolved next to the spec, the plot's columns known."""
+    sp = sweeper.load_spec(ROOT / "docs" / "examples" / "matmul_sweep.toml")
+    pts = sp.points()
+    assert len(pts) == 12
+    fixed = {"N": 512, "K": 512, "BN": 128}
+    assert pts[0] == {"gpu": "h100", "M": 256, "BM": 64, **fixed}
+    assert pts[-1] == {"gpu": "h200", "M": 1024, "BM": 128, **fixed}
+    assert "tflops" in sp.columns and "M" in sp.columns

@@ -196,3 +196,11 @@ def test_tune_mistakes(tmp_path, autotuned, capsys):
     assert main(["tune", str(autotuned), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data[0]["mode"] == "autotune" and len(data[0]["rows"]) == 4
+
+
+def test_the_readme_example_configs_file_lists_its_tiles():
+    """docs/examples/matmul_configs.toml (README): four launch() parameter sets, in the file's order."""
+    from gpusim.tuner import _configs_file
+    cfgs = _configs_file(str(ROOT / "docs" / "examples" / "matmul_configs.toml"))
+    assert [(c["BM"], c["BN"], c["BK"]) for c, _ in cfgs] == [(128, 128, 64), (64, 64, 32), (128, 256, 64),
+                                                             (256, 256, 128)]
