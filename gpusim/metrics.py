@@ -434,8 +434,8 @@ def _limiter(rep: Report, saving: dict[str, float | None], units: dict[str, floa
     not filled), compute the larger of no bank conflicts and no divergence (SM throughput spent on conflict
     wavefronts or masked lanes).  The largest score names the limiter, with occupancy preferred to latency when it
     recovers at least ``OCCUPANCY_OVER_LATENCY`` of it; when no score reaches ``SIGNIFICANT_PCT`` the kernel is
-    bound inside the SM: compute (its busiest unit quoted), or latency when the launch overhead and drain are
-    most of its cycles."""
+    bound inside the SM: compute (its busiest unit quoted) when a unit is at least half busy, else latency (the
+    launch overhead and drain, the dispatch and the warps' dependent chains)."""
     def s(k: str) -> float:
         v = saving.get(k)
         return 0.0 if v is None else v
@@ -474,6 +474,11 @@ def _limiter(rep: Report, saving: dict[str, float | None], units: dict[str, floa
     if fixed_pct >= 50.0 and busy < 50.0:
         return "latency", (f"launch overhead and drain are {fixed_pct:.0f}% of the cycles; no idealization saves "
                            f"{SIGNIFICANT_PCT:.0f}%")
+    if busy < 50.0:
+        # nothing saturated and no single latency dominant: the launch, the CTAs' dispatch and the warps' chains
+        return "latency", (f"no idealization saves {SIGNIFICANT_PCT:.0f}% and no SM unit is half busy (busiest: "
+                           f"{busiest} {busy:.0f}%): launch overhead and drain are {fixed_pct:.0f}% of the cycles, "
+                           f"the rest the CTAs' dispatch and their warps' dependent latencies")
     return "compute", (f"no memory or occupancy idealization saves {SIGNIFICANT_PCT:.0f}%; busiest SM unit: "
                        f"{busiest} {busy:.0f}% busy")
 

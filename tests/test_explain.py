@@ -155,6 +155,15 @@ def test_tensor_core_matmul_is_compute_bound():
     assert all(r["saving_pct"] < 10 for r in e.records)
 
 
+def test_a_kernel_with_nothing_saturated_is_latency_bound_not_compute_bound():
+    """A 4-wave vector add of 2^20 elements: no idealization saves 10% and no SM unit is half busy, so its time is
+    the launch, the dispatch and the warps' load-to-store chains -- latency, not compute."""
+    e = _one("vector_add.py", n=1 << 20).explain()
+    assert all(r["saving_pct"] < 10 for r in e.records)
+    assert max(e.units_busy_pct.values()) < 50
+    assert e.limiter == "latency" and "no SM unit is half busy" in e.limiter_why
+
+
 # ---- the other idealizations --------------------------------------------------------------------------------------
 
 def test_no_divergence_approaches_the_warp_uniform_kernel():
