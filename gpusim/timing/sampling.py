@@ -253,8 +253,8 @@ class SampledEngine(Engine):
         self.skip_at: int | None = None      # the wave mark at which the middle was skipped
         self.window = 0                      # wave intervals of the steady window that measured the rates
         self.ctas_skipped = 0
-        # the L2 fill fast-forwarded: (index of the mark before the jump, waves, first CTA of them)
-        self.fill: tuple[int, int, int] | None = None
+        # waves of the L2's fill fast-forwarded at wave mark FILL_HEAD (CTAs FILL_HEAD * W on); None: not tried
+        self.fill: int | None = None
         full = self.n_ctas // self.W
         # the first CTA of the tail: the last TAIL_WAVES whole waves and the partial wave
         self.tail_first = (full - TAIL_WAVES) * self.W
@@ -268,7 +268,10 @@ class SampledEngine(Engine):
         st = mem.stats
         return {"t": self.env.now, "stall": list(self.stall_cycles), "mem": st.as_dict(),
                 "dram": st.dram_rd_bytes + st.dram_wr_bytes,
-                "l2_full": sum(len(s) for s in mem.l2_sets) >= L2_FULL * self.l2_lines_total}
+                "l2_full": self._l2_lines() >= L2_FULL * self.l2_lines_total}
+
+    def _l2_lines(self) -> int:
+        return sum(len(s) for s in self.mem.l2_sets)
 
     def _take_next_cta(self) -> int:
         cid = self.next_cta
@@ -296,7 +299,7 @@ class SampledEngine(Engine):
         room = self.tail_first - (3 * STEADY_HALF + L2_SETTLE) * self.W
         waves = 0
         chunk = max(1, self.W // 4)
-        while cid + self.W <= room and sum(len(x) for x in self.mem.l2_sets) < target:
+        while cid + self.W <= room and self._l2_lines() < target:
             for lo in range(cid, cid + self.W, chunk):
                 lines, masks, stores = _accesses(self.trace, lo, min(lo + chunk, cid + self.W))
                 # (the dirty lines it pushes out -- those dirty at launch -- are written back now, as they
@@ -304,9 +307,8 @@ class SampledEngine(Engine):
                 self.mem.warm_l2(lines.tolist(), masks.tolist(), stores.tolist(), write_back_at=self.env.now)
             cid += self.W
             waves += 1
-        if waves:
-            self.ctas_done += waves * self.W
-        self.fill = (len(self.marks) - 1, waves, cid - waves * self.W)
+        self.ctas_done += waves * self.W
+        self.fill = waves
         return cid
 
     def _warm(self, lo: int, hi: int) -> None:
@@ -366,11 +368,12 @@ class SampledEngine(Engine):
                       b["mem"]["dram_rd_bytes"] + b["mem"]["dram_wr_bytes"] - a["mem"]["dram_rd_bytes"]
                       - a["mem"]["dram_wr_bytes"]] for a, b in zip(m, m[1:])]
         self.info.intervals = intervals
-        fill = self.fill[1] if self.fill else 0
+        fill = self.fill or 0
         if fill:
-            # the fast-forwarded fill, at the rate of the intervals before it (the first wave's ramp left out)
-            i = self.fill[0]
-            self._extrapolate(res, self.marks[0:i + 1], fill, self.fill[2], self.fill[2] + fill * self.W)
+            # the fast-forwarded fill, at the rate of the intervals before it (marks start at CTA W: the first
+            # wave's ramp is left out)
+            lo = FILL_HEAD * self.W
+            self._extrapolate(res, self.marks[:FILL_HEAD], fill, lo, lo + fill * self.W)
         if self.skip_at is None:
             if fill:
                 self.info.waves_skipped = fill
