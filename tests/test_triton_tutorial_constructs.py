@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import gpusim.api  # noqa: F401  (the engine times autotune configs)
-from gpusim.errors import CompileError, KernelError, OutOfBounds
+from gpusim.errors import CompileError, KernelError, OutOfBounds, UnsupportedConstruct
 from gpusim.trace import OpKind
 from gpusim.triton import trace_launch, run_launch
 from gpusim import triton
@@ -127,6 +127,25 @@ def test_builtin_abs_is_undefined_as_in_triton():
     out = np.zeros(4, np.int32)
     with pytest.raises(CompileError, match="abs is not defined.*tl.abs") as e:
         abs_kernel[(4,)](out, 2)
+    assert e.value.line > 0 and e.value.file.endswith("test_triton_tutorial_constructs.py")
+
+
+@triton.jit
+def fp8_kernel(x_ptr, out_ptr, FP8: tl.constexpr):
+    offs = tl.arange(0, 32)
+    x = tl.load(x_ptr + offs)
+    if FP8 == tl.float8e5:              # a constexpr comparison (tutorial 06's fp8 branch): allowed
+        x = x.to(tl.float8e5)           # the conversion itself: refused
+    tl.store(out_ptr + offs, x + 1)
+
+
+def test_fp8_types_compare_but_are_refused_where_used():
+    x = RNG.random(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    fp8_kernel[(1,)](x, out, tl.float16)
+    assert np.array_equal(out, x + 1)
+    with pytest.raises(UnsupportedConstruct, match=r"tl\.float8e5 \(fp8\) is not supported") as e:
+        fp8_kernel[(1,)](x, out, tl.float8e5)
     assert e.value.line > 0 and e.value.file.endswith("test_triton_tutorial_constructs.py")
 
 

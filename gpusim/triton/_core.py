@@ -25,7 +25,7 @@ from . import _axisinfo as AI
 from ._buffers import Buffer
 from ._dtypes import (ALL_DTYPES, _dispatch_binop, bfloat16, block_type, constexpr, dtype, dtype_of_numpy, float16,
                       float32, float64, int1, int8, int16, int32, int64, pointer_type, round_tf32, round_to,
-                      to_compute, to_storage, uint8, uint16, uint32, uint64, unwrap)
+                      to_compute, to_storage, uint8, uint16, uint32, uint64, unsupported_dtype, unwrap)
 from ._state import State, user_line, user_site
 
 # ---------------------------------------------------------------------------------------------------------
@@ -636,6 +636,8 @@ def cast(x, dt, bitcast=False, fp_downcast_rounding=None) -> tensor:
     dt = unwrap(dt)
     if not isinstance(dt, dtype):
         fail(CompileError, f"{dt!r} is not a triton dtype")
+    if isinstance(getattr(dt, "element_ty", dt), unsupported_dtype):
+        fail(UnsupportedConstruct, getattr(dt, "element_ty", dt).why())
     x = to_tensor(x)
     src = x.dtype
     if src == dt:

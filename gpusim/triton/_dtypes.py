@@ -132,6 +132,28 @@ float32 = dtype("fp32", 32, "f", np.float32, np.float32)
 float64 = dtype("fp64", 64, "f", np.float64, np.float64)
 
 
+class unsupported_dtype(dtype):
+    """A Triton type gpusim does not execute (the fp8 formats): comparisons work (``dtype == tl.float8e5`` in a
+    constexpr branch), any use in a cast, a constant, a pointer type or an argument is refused naming it."""
+
+    def __init__(self, long_name: str, name: str, bits: int):
+        super().__init__(name, bits, "f", None, None)
+        self.long_name = long_name
+
+    def why(self) -> str:
+        return (f"tl.{self.long_name} (fp8) is not supported by gpusim: its tensor-core and conversion paths are not "
+                "modelled; use tl.float16 or tl.bfloat16")
+
+    def __repr__(self):
+        return f"triton.language.{self.long_name}"
+
+
+float8e5 = unsupported_dtype("float8e5", "fp8e5", 8)
+float8e4nv = unsupported_dtype("float8e4nv", "fp8e4nv", 8)
+float8e4b15 = unsupported_dtype("float8e4b15", "fp8e4b15", 8)
+float8e4b8 = unsupported_dtype("float8e4b8", "fp8e4b8", 8)
+float8e5b16 = unsupported_dtype("float8e5b16", "fp8e5b16", 8)
+
 _LONG = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
 ALL_DTYPES = [int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64]
 _BY_NP = {np.dtype(np.bool_): int1, np.dtype(np.int8): int8, np.dtype(np.int16): int16, np.dtype(np.int32): int32,

@@ -10,9 +10,10 @@ import math
 
 import numpy as np
 
-from ..errors import CompileError
+from ..errors import CompileError, UnsupportedConstruct
 from . import _axisinfo as AI
 from . import _core as C
+from ._dtypes import unsupported_dtype
 from ._core import cast, dtype, fail, int32, note_numel, round_to, tensor, to_tensor, unwrap, vshape
 from ._ops_reduce import _norm_axis
 
@@ -104,6 +105,8 @@ def full(shape, value, dt: dtype) -> tensor:
     shape = check_shape(shape if isinstance(unwrap(shape), (list, tuple)) else [shape])
     value = unwrap(value)
     dt = unwrap(dt)
+    if isinstance(dt, unsupported_dtype):
+        fail(UnsupportedConstruct, dt.why())
     if isinstance(value, tensor):
         if value.shape:
             fail(CompileError, "tl.full's value must be a scalar")

@@ -22,8 +22,7 @@ from . import _ops_tile
 from ._core import tensor
 from ._dtypes import (bfloat16, block_type, constexpr, dtype, float16, float32, float64, int1, int8, int16, int32,
                       int64, pointer_type, uint8, uint16, uint32, uint64)
-
-float8e5 = float8e4nv = float8e4b15 = float8e4b8 = float8e5b16 = None   # fp8: not supported
+from ._dtypes import float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16  # noqa: F401  (refused when used)
 void = None
 from ._ops_tile import TRITON_MAX_TENSOR_NUMEL  # noqa: E402
 
