@@ -93,3 +93,44 @@ class ReduceLowering:
             out.lay = lay
         else:
             out.lay = lay.slice(axis) if out.shape == tuple(s for d, s in enumerate(x.shape) if d != axis) else None
+
+    def network(self, out, x, rounds, what):
+        """``tl.sort`` / ``tl.topk`` / ``tl.bitonic_merge``: compare-and-swap rounds along the last dimension, each
+        ``(bit, live)``: element i meets i ^ 2**bit among the ``live`` elements of the dimension still in play.
+        Where the partner lives decides the cost, by the layout: the bits of a thread's contiguous elements (and
+        those past one pass of the CTA, which wrap into the same thread) are compare + select in registers; lane
+        bits add a butterfly shuffle per element (and the XOR that finds the partner); warp bits a round trip
+        through shared memory between two barriers.  Per element per round: 2-3 ALU instructions."""
+        if self.probe:
+            self._note_use([x], C.user_site()[2])
+        lay = x.lay if (x.lay is not None and x.lay.shape == x.shape) else None
+        if lay is None:
+            lay = default_layout(x.shape, self.W)
+            if self.probe:
+                self._anchor_input(x, lay, x.shape)
+        d = len(x.shape) - 1
+        n = max(1, x.shape[d])
+        t_bits = int(math.log2(max(1, lay.contig(d))))
+        l_bits = t_bits + int(math.log2(max(1, lay.lanes[d])))
+        w_bits = l_bits + int(math.log2(max(1, lay.warps[d])))
+        dt = x.dtype
+        cmp_pipe, cmp = (Pipe.FP32, "FSETP") if dt.is_floating() else (Pipe.INT, "ISETP")
+        eb = max(4, dt.itemsize)
+        line = C.user_line()[1]
+        last = x.src
+        for bit, live in rounds:
+            e = max(1, lay.ept * live // n)           # elements per thread still in play
+            deps = [last]
+            if t_bits <= bit < l_bits:
+                sh = self._emit(OpKind.ALU, Pipe.LSU, e, deps, label="SHFL.BFLY", line=line)
+                deps = [self._alu(Pipe.INT, e, [sh], "LOP3", line)]
+            elif l_bits <= bit < w_bits:
+                s1 = self._shared(OpKind.STORE, e, eb, deps, "STS", line)
+                b1 = self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, [s1], label="BAR.SYNC", line=line)
+                l1 = self._shared(OpKind.LOAD, e, eb, [b1], "LDS", line)
+                deps = [self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, [l1], label="BAR.SYNC", line=line)]
+                self._scratch(int(np.prod(x.shape)) * eb)
+            c = self._alu(cmp_pipe, e, deps, cmp, line)
+            last = self._alu(Pipe.INT, e, [c], "SEL", line)
+        out.src = last if last is not None else x.src
+        out.lay = lay if out.shape == x.shape else None

@@ -191,3 +191,50 @@ def cumsum(input, axis=0, reverse=False, dtype=None):
 
 def cumprod(input, axis=0, reverse=False, dtype=None):
     return _scan(input, axis, reverse, np.cumprod, dtype, "mul")
+
+
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """Inclusive scan with a user combine function (a ``@triton.jit`` function of 2n tensors returning n): element
+    i gets combine(...combine(x[0], x[1])..., x[i]).  Evaluated as a log-depth tree over the axis (Hillis-Steele:
+    x[i] = combine(x[i - d], x[i]) for d = 1, 2, 4 ...), which equals the GPU's order for an associative function;
+    ``reverse`` scans from the end."""
+    single = isinstance(unwrap(input), tensor)
+    xs = [to_tensor(unwrap(input))] if single else [to_tensor(unwrap(t)) for t in input]
+    if not xs or any(x.shape != xs[0].shape for x in xs):
+        fail(CompileError, "associative_scan's inputs must be tensors of one shape")
+    axis = _norm_axis(xs[0], axis)
+    if axis is None or not xs[0].shape:
+        fail(CompileError, "associative_scan needs an axis of a tensor")
+    rev = bool(unwrap(reverse))
+    ax = axis + 1                                     # the programs' dimension comes first in ``.v``
+    cur = [tensor(np.flip(x.v, ax) if rev else x.v, x.dtype, list(x.shape)) for x in xs]
+    n = xs[0].shape[axis]
+    st = C.ST
+    rec, st.rec = st.rec, None
+    try:
+        d = 1
+        while d < n:
+            lo = [_slice(t, axis, 0, n - d) for t in cur]
+            hi = [_slice(t, axis, d, n) for t in cur]
+            r = combine_fn(*lo, *hi)
+            rs = [to_tensor(unwrap(r))] if isinstance(unwrap(r), tensor) else [to_tensor(unwrap(t)) for t in r]
+            if len(rs) != len(cur):
+                fail(CompileError, f"associative_scan's combine_fn returned {len(rs)} values for {len(cur)} inputs")
+            nxt = []
+            for t, y in zip(cur, rs):
+                head = _slice(t if t.dtype == y.dtype else cast(t, y.dtype), axis, 0, d)
+                P = max(head.v.shape[0], y.v.shape[0])
+                hv = np.broadcast_to(head.v, (P,) + tuple(head.shape))
+                yv = np.broadcast_to(y.v, (P,) + tuple(hi[0].shape))
+                nxt.append(tensor(np.concatenate([hv, yv], axis=ax), y.dtype, list(t.shape)))
+            cur = nxt
+            d *= 2
+    finally:
+        st.rec = rec
+    outs = []
+    for t, x in zip(cur, xs):
+        out = tensor(np.ascontiguousarray(np.flip(t.v, ax) if rev else t.v), t.dtype, list(x.shape))
+        if st.rec is not None:
+            st.rec.reduce(out, x, axis, "custom", scan=True)
+        outs.append(out)
+    return outs[0] if single else tuple(outs)

@@ -18,6 +18,7 @@ from . import _ops_dot
 from . import _ops_math
 from . import _ops_memory
 from . import _ops_reduce
+from . import _ops_sort
 from . import _ops_tile
 from ._core import tensor
 from ._dtypes import (bfloat16, block_type, constexpr, dtype, float16, float32, float64, int1, int8, int16, int32,
@@ -156,6 +157,22 @@ reduce_or = _ops_reduce.reduce_or
 reduce = _ops_reduce.reduce
 cumsum = _ops_reduce.cumsum
 cumprod = _ops_reduce.cumprod
+associative_scan = _ops_reduce.associative_scan
+sort = _ops_sort.sort
+topk = _ops_sort.topk
+bitonic_merge = _ops_sort.bitonic_merge
+
+
+def add(x, y, sanitize_overflow=True):
+    return _C.to_tensor(_C.unwrap(x)) + _C.unwrap(y)
+
+
+def sub(x, y, sanitize_overflow=True):
+    return _C.to_tensor(_C.unwrap(x)) - _C.unwrap(y)
+
+
+def mul(x, y, sanitize_overflow=True):
+    return _C.to_tensor(_C.unwrap(x)) * _C.unwrap(y)
 
 # ---- hints, loops, debugging ------------------------------------------------------------------------------------
 multiple_of = _ops_tile.multiple_of

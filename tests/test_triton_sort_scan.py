@@ -1,0 +1,169 @@
+"""``tl.sort``, ``tl.topk``, ``tl.bitonic_merge`` and ``tl.associative_scan`` (with a user combine function): values
+against numpy (and, under ``contract``, Triton's interpreter on the same source), and the bitonic network's
+instructions against its analytic round count."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpusim import triton
+from gpusim.errors import CompileError
+from gpusim.trace import OpKind
+from gpusim.triton import language as tl
+from gpusim.triton import trace_launch
+
+RNG = np.random.default_rng(31)
+
+
+# --- kernels for the interpreter ---
+@triton.jit
+def _linear(a1, b1, a2, b2):
+    # h = a * h_prev + b, composed: not commutative
+    return a1 * a2, b1 * a2 + b2
+
+
+@triton.jit
+def _maximum(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def sort_kernel(x_ptr, s_ptr, d_ptr, t_ptr, m_ptr, N: tl.constexpr, K: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + row * N + offs)
+    tl.store(s_ptr + row * N + offs, tl.sort(x))
+    tl.store(d_ptr + row * N + offs, tl.sort(x, descending=True))
+    tl.store(t_ptr + row * K + tl.arange(0, K), tl.topk(x, K))
+    half = tl.arange(0, N // 2)
+    up = tl.sort(tl.load(x_ptr + row * N + half))
+    down = tl.sort(tl.load(x_ptr + row * N + N // 2 + half), descending=True)
+    tl.store(m_ptr + row * N + offs, tl.bitonic_merge(tl.reshape(tl.trans(tl.join(up, down)), [N])))
+
+
+@triton.jit
+def scan_kernel(a_ptr, b_ptr, h_ptr, r_ptr, c_ptr, N: tl.constexpr):
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    _, h = tl.associative_scan((a, b), 0, _linear)
+    tl.store(h_ptr + offs, h)
+    _, hr = tl.associative_scan((a, b), 0, _linear, reverse=True)
+    tl.store(r_ptr + offs, hr)
+    tl.store(c_ptr + offs, tl.associative_scan(b, 0, _maximum))
+
+
+@triton.jit
+def sort_only(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.sort(tl.load(x_ptr + offs)))
+# --- end of kernels ---
+
+@pytest.mark.parametrize("dtype,N,K", [(np.float32, 256, 16), (np.int32, 64, 8), (np.float16, 1024, 1)])
+def test_sort_topk_and_bitonic_merge_equal_numpy(dtype, N, K):
+    R = 3
+    x = (RNG.standard_normal((R, N)) * 100).astype(dtype)
+    s, d, m = (np.zeros_like(x) for _ in range(3))
+    t = np.zeros((R, K), dtype)
+    sort_kernel[(R,)](x, s, d, t, m, N=N, K=K)
+    asc = np.sort(x, axis=1)
+    np.testing.assert_array_equal(s, asc)
+    np.testing.assert_array_equal(d, asc[:, ::-1])
+    np.testing.assert_array_equal(t, asc[:, ::-1][:, :K])
+    # the merge of an ascending half and a descending half sorts each row
+    up, down = np.sort(x[:, :N // 2], axis=1), np.sort(x[:, N // 2:], axis=1)
+    np.testing.assert_array_equal(m, np.sort(np.concatenate([up, down], axis=1), axis=1))
+
+
+def test_associative_scan_with_a_non_commutative_combine_and_reverse():
+    R, N = 2, 512
+    a = RNG.uniform(0.5, 1.0, (R, N)).astype(np.float32)
+    b = RNG.standard_normal((R, N)).astype(np.float32)
+    h, r, c = (np.zeros_like(a) for _ in range(3))
+    scan_kernel[(R,)](a, b, h, r, c, N=N)
+    fwd = np.zeros((R, N))
+    bwd = np.zeros((R, N))
+    acc = np.zeros(R)
+    for i in range(N):                       # h_i = a_i * h_{i-1} + b_i
+        acc = a[:, i] * acc + b[:, i]
+        fwd[:, i] = acc
+    acc = np.zeros(R)
+    for i in range(N - 1, -1, -1):           # the same from the end
+        acc = a[:, i] * acc + b[:, i]
+        bwd[:, i] = acc
+    np.testing.assert_allclose(h, fwd, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(r, bwd, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(c, np.maximum.accumulate(b, axis=1))
+
+
+def test_sort_is_costed_as_a_bitonic_network_by_where_the_partner_lives():
+    N, W = 1024, 4
+    x = RNG.standard_normal(N).astype(np.float32)
+    y = np.zeros_like(x)
+    tr = trace_launch(sort_only, (1,), [x, y], dict(N=N, num_warps=W))
+    tr.check()
+    np.testing.assert_array_equal(y, np.sort(x))
+    ops = tr.tables[0].ops
+    L = 10
+    rounds = L * (L + 1) // 2                          # 55 compare-and-swap rounds: partner bit j in L - j of them
+    ept = N // (32 * W)                                 # each thread holds 8 of the 1024 values
+    sel = [o for o in ops if o.label == "SEL"]
+    assert len(sel) == rounds and all(o.n_inst == ept for o in sel)
+    shfl = [o for o in ops if o.label == "SHFL.BFLY"]
+    bars = [o for o in ops if o.kind == OpKind.BARRIER]
+    # five lane bits and two warp bits of the position; the rest is inside a thread
+    lane_rounds, warp_rounds = len(shfl), len(bars) // 2
+    assert 0 < lane_rounds and 0 < warp_rounds and lane_rounds + warp_rounds < rounds
+    spt = 4                                             # 128-bit loads: 4 contiguous floats per thread
+    t = spt.bit_length() - 1
+    assert lane_rounds == sum(L - j for j in range(t, t + 5))
+    assert warp_rounds == sum(L - j for j in range(t + 5, t + 7))
+
+
+def test_sort_of_a_dimension_that_is_not_a_power_of_two_or_not_minor_is_refused():
+    @triton.jit
+    def bad(x_ptr, DIM: tl.constexpr):
+        v = tl.load(x_ptr + tl.arange(0, 4)[:, None] * 8 + tl.arange(0, 8)[None, :])
+        tl.store(x_ptr + tl.arange(0, 4)[:, None] * 8 + tl.arange(0, 8)[None, :], tl.sort(v, dim=DIM))
+
+    x = np.zeros(32, np.float32)
+    bad[(1,)](x, DIM=1)
+    with pytest.raises(CompileError, match="only minor dimension"):
+        bad[(1,)](x, DIM=0)
+
+
+@pytest.mark.contract
+def test_sort_and_scan_equal_tritons_interpreter(tmp_path):
+    import importlib.util
+    import subprocess
+    import sys
+    for mod in ("triton", "torch"):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"{mod} is not installed (the contract needs Triton's interpreter)")
+    src = open(__file__).read()
+    runner = tmp_path / "run.py"
+    runner.write_text(
+        "import numpy as np, torch, triton, triton.language as tl\n"
+        + src.split("# --- kernels for the interpreter ---\n")[1].split("# --- end of kernels ---")[0] + "\n"
+        + "rng = np.random.default_rng(5)\n"
+        + "x = rng.standard_normal((3, 256)).astype(np.float32)\n"
+        + "s, d, m = (np.zeros_like(x) for _ in range(3)); t = np.zeros((3, 16), np.float32)\n"
+        + "a = rng.uniform(0.5, 1, (2, 128)).astype(np.float32); b = rng.standard_normal((2, 128)).astype(np.float32)\n"
+        + "h, r, c = (np.zeros_like(a) for _ in range(3))\n"
+        + "T = torch.from_numpy\n"
+        + "sort_kernel[(3,)](T(x), T(s), T(d), T(t), T(m), N=256, K=16)\n"
+        + "scan_kernel[(2,)](T(a), T(b), T(h), T(r), T(c), N=128)\n"
+        + f"np.savez({str(tmp_path / 'out.npz')!r}, x=x, s=s, d=d, t=t, m=m, a=a, b=b, h=h, r=r, c=c)\n")
+    env = dict(__import__("os").environ, TRITON_INTERPRET="1")
+    p = subprocess.run([sys.executable, str(runner)], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ref = np.load(tmp_path / "out.npz")
+    x, a, b = ref["x"], ref["a"], ref["b"]
+    s, d, m, t = np.zeros_like(x), np.zeros_like(x), np.zeros_like(x), np.zeros((3, 16), np.float32)
+    sort_kernel[(3,)](x, s, d, t, m, N=256, K=16)
+    for k, v in (("s", s), ("d", d), ("t", t), ("m", m)):
+        np.testing.assert_array_equal(v, ref[k])
+    h, r, c = (np.zeros_like(a) for _ in range(3))
+    scan_kernel[(2,)](a, b, h, r, c, N=128)
+    for k, v in (("h", h), ("r", r), ("c", c)):
+        np.testing.assert_allclose(v, ref[k], rtol=1e-5, atol=1e-6)
