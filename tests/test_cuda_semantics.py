@@ -648,6 +648,46 @@ def test_warp_shuffles_and_votes():
 
 
 @cuda.jit
+def k_warp_match(a, out):
+    i = cuda.grid(1)
+    v = a[i]
+    out[i, 0] = cuda.match_any_sync(0xffffffff, v)
+    m, same = cuda.match_all_sync(0xffffffff, v)
+    out[i, 1] = m
+    out[i, 2] = same
+    out[i, 3] = cuda.lanemask_lt()
+    out[i, 4] = cuda.eq_sync(0xffffffff, v > 2)
+    out[i, 5] = cuda.selp(v > 2, v, a[0])
+
+
+def test_warp_match_lanemask_eq_and_selp():
+    # warp 0: values 0..3 repeating (four groups of 8 lanes); warp 1: one value in every lane
+    a = np.concatenate([np.arange(32) % 4, np.full(32, 7)]).astype(np.int32)
+    out = np.zeros((64, 6), np.int64)
+    run(k_warp_match, 2, 32, a, out)
+    group = [sum(1 << j for j in range(32) if j % 4 == g) for g in range(4)]
+    np.testing.assert_array_equal(out[:32, 0], [group[j % 4] for j in range(32)])
+    assert (out[32:, 0] == 0xFFFFFFFF).all()
+    assert (out[:32, 1] == 0).all() and (out[:32, 2] == 0).all()           # warp 0: values differ
+    assert (out[32:, 1] == 0xFFFFFFFF).all() and (out[32:, 2] == 1).all()
+    np.testing.assert_array_equal(out[:, 3], [(1 << (j % 32)) - 1 for j in range(64)])
+    assert (out[:32, 4] == 0).all() and (out[32:, 4] == 1).all()    # warp 0: only the lanes holding 3 say v > 2
+    np.testing.assert_array_equal(out[:, 5], np.where(a > 2, a, a[0]))
+
+
+@cuda.jit
+def k_selp_mixed(a, out):
+    i = cuda.grid(1)
+    out[i] = cuda.selp(a[i] > 2, a[i], -a[i])      # numba: -int32 is int64, so selp(bool, int32, int64)
+
+
+def test_selp_of_two_types_is_refused_as_numba_refuses_it():
+    with pytest.raises(CompileError, match=r"selp\(bool, int32, int64\)") as ei:
+        run(k_selp_mixed, 1, 32, np.arange(32, dtype=np.int32), np.zeros(32, np.int64))
+    assert "test_cuda_semantics.py:" in str(ei.value)
+
+
+@cuda.jit
 def k_misc(a, out, pair):
     i = cuda.grid(1)
     t = cuda.const.array_like(LUT)

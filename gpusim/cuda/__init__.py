@@ -23,7 +23,8 @@ What runs in kernels: ``cuda.grid/gridsize/threadIdx/blockIdx/blockDim/gridDim/l
 ``cuda.shared.array`` (shape 0 = the launch's dynamic shared memory), ``cuda.local.array``,
 ``cuda.const.array_like``, ``cuda.syncthreads`` (+ ``_count/_and/_or``), ``cuda.syncwarp``, ``threadfence``,
 ``cuda.atomic.add/sub/max/min/exch/cas/compare_and_swap/and_/or_/xor/inc/dec/nanmax/nanmin``, warp
-shuffles and votes, ``popc/brev/clz/ffs/fma/cbrt``, ``math.*``, numpy scalar types and math ufuncs,
+shuffles, votes and matches (``eq_sync``, ``match_any_sync``, ``match_all_sync``, ``lanemask_lt``), ``selp``,
+``popc/brev/clz/ffs/fma/cbrt``, ``math.*``, numpy scalar types and math ufuncs,
 ``min/max/abs/int/float/bool/len/round/pow``, ``range`` loops, ``while``, ``if/elif/else``, ``break``,
 ``continue``, ``return``, ternaries, ``and/or/not``, tuples, device functions (``@cuda.jit(device=True)``,
 inlined).  ``print`` is accepted and prints nothing; ``assert`` is ignored (as numba does without debug).
@@ -212,6 +213,11 @@ ballot_sync = _KernelOnly("ballot_sync")
 all_sync = _KernelOnly("all_sync")
 any_sync = _KernelOnly("any_sync")
 activemask = _KernelOnly("activemask")
+eq_sync = _KernelOnly("eq_sync")
+lanemask_lt = _KernelOnly("lanemask_lt")
+match_any_sync = _KernelOnly("match_any_sync")
+match_all_sync = _KernelOnly("match_all_sync")
+selp = _KernelOnly("selp")
 popc = _KernelOnly("popc")
 brev = _KernelOnly("brev")
 clz = _KernelOnly("clz")

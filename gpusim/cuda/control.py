@@ -234,6 +234,19 @@ class Control:
             self.mask = m0
         return self.select_value(c, a, b, line)
 
+    def selp(self, c, a, b, line) -> V:
+        """``cuda.selp(c, a, b)``: both operands evaluated, one SEL; numba-cuda types it for two operands of one
+        type only."""
+        a, b = self._val(a, line), self._val(b, line)
+        ta, tb = np.asarray(a.v).dtype, np.asarray(b.v).dtype
+        if ta != tb:
+            raise self._err(CompileError, f"No implementation of function selp found for signature: selp(bool, {ta}, "
+                            f"{tb}) (numba-cuda selects between two operands of one type)", line)
+        c = self.truth(c, line)
+        if type(c.v) is not np.ndarray:
+            return a if c.v else b
+        return self.select_value(c, a, b, line)
+
     def shortcircuit(self, is_and, a, fb, line):
         """``a and b`` / ``a or b``: ``b`` is evaluated only for the lanes whose result depends on it."""
         a = self._val(a, line)

@@ -392,6 +392,8 @@ COSTS[("grid_sync_call",)] = [(INT, 6, "CALL+ISETP+BRA (cudaCGSynchronize)"), (L
 COSTS[("grid_sync",)] = [(BRANCH, 2, "BAR.SYNC x2 + grid barrier (ATOM.E.ADD, spin LD.E.STRONG.GPU)")]
 COSTS[("warp_shuffle",)] = [(LSU, 1, "SHFL")]
 COSTS[("warp_vote",)] = [(INT, 1, "VOTE")]
+COSTS[("warp_match",)] = [(LSU, 1, "MATCH")]                 # match.any/all.sync: compares through the shuffle unit
+COSTS[("sreg", "lanemask_lt")] = [(LSU, 1, "S2R")]          # %lanemask_lt
 COSTS[("popc",)] = [(SFU, 1, "POPC")]
 COSTS[("bitfn",)] = [(SFU, 2, "FLO")]
 

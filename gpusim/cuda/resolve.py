@@ -54,7 +54,8 @@ _CUDA_PREFIXES = {(), ("threadIdx",), ("blockIdx",), ("blockDim",), ("gridDim",)
 _CUDA_CALLS = {("grid",), ("gridsize",), ("shared", "array"), ("local", "array"), ("const", "array_like"),
                ("syncthreads",), ("syncwarp",), ("threadfence",), ("threadfence_block",),
                ("threadfence_system",), ("shfl_sync",), ("shfl_up_sync",), ("shfl_down_sync",),
-               ("shfl_xor_sync",), ("ballot_sync",), ("all_sync",), ("any_sync",), ("activemask",), ("popc",),
+               ("shfl_xor_sync",), ("ballot_sync",), ("all_sync",), ("any_sync",), ("eq_sync",), ("activemask",),
+               ("lanemask_lt",), ("match_any_sync",), ("match_all_sync",), ("selp",), ("popc",),
                ("fma",), ("brev",), ("clz",), ("ffs",), ("cbrt",), ("syncthreads_count",),
                ("syncthreads_and",), ("syncthreads_or",), ("cg", "this_grid"),
                ("ldca",), ("ldcg",), ("ldcs",), ("ldlu",), ("ldcv",), ("stcg",), ("stcs",), ("stwb",), ("stwt",)}

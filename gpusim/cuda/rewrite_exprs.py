@@ -448,8 +448,23 @@ class ExpressionRewriter:
                 raise self.compile_error(f"cuda.{name}(mask, value, lane) takes 3 arguments", n)
             kind = {"shfl_sync": "idx", "shfl_up_sync": "up", "shfl_down_sync": "down", "shfl_xor_sync": "xor"}[name]
             return _rt("shfl", _c(kind), args[0], args[1], args[2], _c(line))
-        if name in ("ballot_sync", "all_sync", "any_sync"):
+        if name in ("ballot_sync", "all_sync", "any_sync", "eq_sync"):
+            if len(args) != 2:
+                raise self.compile_error(f"cuda.{name}(mask, predicate) takes 2 arguments", n)
             return _rt("vote", _c(name.split("_")[0]), args[0], args[1], _c(line))
+        if name in ("match_any_sync", "match_all_sync"):
+            if len(args) != 2:
+                raise self.compile_error(f"cuda.{name}(mask, value) takes 2 arguments", n)
+            return _rt("match", _c(name.split("_")[1]), args[0], args[1], _c(line))
+        if name == "lanemask_lt":
+            if args:
+                raise self.compile_error("No implementation of function lanemask_lt with arguments "
+                                         "(cuda.lanemask_lt() takes none)", n)
+            return _rt("vote", _c("lanemask_lt"), _c(None), _c(None), _c(line))
+        if name == "selp":
+            if len(args) != 3:
+                raise self.compile_error("cuda.selp(predicate, a, b) takes 3 arguments", n)
+            return _rt("selp", args[0], args[1], args[2], _c(line))
         if name == "activemask":
             if args:
                 raise self.compile_error("No implementation of function activemask with arguments "

@@ -111,6 +111,12 @@ class WarpOps:
 
     def vote(self, kind, mask, pred, line) -> V:
         m = self.mask
+        if kind == "lanemask_lt":                   # %lanemask_lt: the lanes below this one
+            lane = np.arange(self.P, dtype=np.uint64) % WARP
+            r = ((np.uint64(1) << lane) - np.uint64(1)).astype(np.uint32)[None, :]
+            if self.recording and m is not EMPTY:
+                self._rec(("sreg", "lanemask_lt"), line)
+            return V(np.broadcast_to(r, (self.C, self.P)).copy(), (), False)
         self._collective()
         act = np.ones((self.C, self.P), bool) if m.a is None else np.broadcast_to(m.a, (self.C, self.P))
         if m is EMPTY:
@@ -130,9 +136,46 @@ class WarpOps:
             r = np.repeat(words, WARP, axis=1).reshape(self.C, self.P)
         elif kind == "any":
             r = np.repeat(w.any(axis=2), WARP, axis=1).reshape(self.C, self.P).astype(I32)
+        elif kind == "eq":                          # every active lane's predicate the same
+            aw = act.reshape(self.C, self.wpc, WARP)
+            same = (w == aw).all(axis=2) | (~w).all(axis=2)
+            r = np.repeat(same, WARP, axis=1).reshape(self.C, self.P).astype(I32)
         else:
             aw = act.reshape(self.C, self.wpc, WARP)
             r = np.repeat((w == aw).all(axis=2), WARP, axis=1).reshape(self.C, self.P).astype(I32)
         if self.recording and m is not EMPTY:
             self._rec(("warp_vote",), line)
         return V(r, (), False)
+
+    def match(self, kind, mask, value, line):
+        """``match_any_sync``: per lane, the active lanes (of ``mask``) holding the same value; ``match_all_sync``:
+        (that mask if every such lane holds one value else 0, whether they do)."""
+        m = self.mask
+        self._collective()
+        v = self._val(value, line)
+        if v.v.dtype.name not in ("int32", "int64", "uint32", "uint64", "float32", "float64"):
+            raise self._err(CompileError, f"No implementation of function match_{kind}_sync for a {v.v.dtype} "
+                            "value (numba-cuda matches 32- and 64-bit ints and floats)", line)
+        mk = self._val(mask, line)
+        act = np.ones((self.C, self.P), bool) if m.a is None else np.broadcast_to(m.a, (self.C, self.P))
+        if m is EMPTY:
+            act = np.zeros((self.C, self.P), bool)
+        lane = np.arange(WARP, dtype=np.uint64)
+        inmask = ((np.broadcast_to(np.asarray(mk.v, np.uint64), (self.C, self.P)).reshape(self.C, self.wpc, WARP)
+                   >> lane) & np.uint64(1)).astype(bool)
+        part = act.reshape(self.C, self.wpc, WARP) & inmask          # lanes taking part
+        x = self._warp_view(v.v)
+        bits = np.uint64(1) << lane
+        same = (x[..., :, None] == x[..., None, :]) & part[..., None, :]     # [lane, other]
+        word = (same * bits).sum(axis=-1).astype(np.uint32)
+        deps = _union(v.deps, mk.deps)
+        n0 = len(self.ops)
+        if self.recording and m is not EMPTY:
+            self._rec(("warp_match",), line, deps)
+        if kind == "any":
+            return V(word.reshape(self.C, self.P), self._out(deps, n0), False)
+        members = (part * bits).sum(axis=-1).astype(np.uint32)            # per warp
+        alleq = (word == members[..., None])
+        out = np.where(alleq, members[..., None], np.uint32(0)).astype(np.uint32)
+        return (V(out.reshape(self.C, self.P), self._out(deps, n0), False),
+                V(alleq.reshape(self.C, self.P), self._out(deps, n0), False))
