@@ -777,6 +777,30 @@ def test_math_and_builtins():
 
 
 @cuda.jit
+def k_math_pairs(x, out):
+    i = cuda.grid(1)
+    v = x[i]
+    m, e = math.frexp(v)
+    f, n = math.modf(v)
+    out[i, 0] = m
+    out[i, 1] = e
+    out[i, 2] = f
+    out[i, 3] = n
+    out[i, 4] = math.remainder(v, 0.7)
+    out[i, 5] = math.ldexp(v, 3)
+
+
+def test_math_frexp_modf_remainder_ldexp_as_pythons():
+    x = np.linspace(-7.3, 9.1, 32)
+    out = np.zeros((32, 6))
+    run(k_math_pairs, 1, 32, x, out)
+    np.testing.assert_array_equal(out[:, :2], [math.frexp(v) for v in x])
+    np.testing.assert_array_equal(out[:, 2:4], [math.modf(v) for v in x])
+    np.testing.assert_array_equal(out[:, 4], [math.remainder(v, 0.7) for v in x])
+    np.testing.assert_array_equal(out[:, 5], x * 8)
+
+
+@cuda.jit
 def k_all_atomics(v, fa, ia, ua, old, m):
     i = cuda.grid(1)
     k = i % m                                     # m contended addresses per row

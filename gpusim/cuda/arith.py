@@ -66,6 +66,24 @@ def _safe(fn):
     return f
 
 
+def _safe2(fn):
+    def f(a, b):
+        try:
+            return fn(float(a), float(b))
+        except (ValueError, OverflowError):
+            return math.nan
+    return f
+
+
+def _pair(fn, x):
+    """``math.frexp`` / ``math.modf`` on an array: (mantissa, exponent) / (fraction, integral part)."""
+    if fn == "frexp":
+        m, e = np.frexp(x)
+        return m, np.asarray(e).astype(np.int32)
+    f, i = np.modf(x)
+    return f, i
+
+
 _MATH: dict = {
     "sqrt": (1, np.sqrt, "same"), "exp": (1, np.exp, "same"), "exp2": (1, np.exp2, "same"),
     "expm1": (1, np.expm1, "same"), "log": (1, np.log, "same"), "log2": (1, np.log2, "same"),
@@ -82,6 +100,10 @@ _MATH: dict = {
     "pow": (2, np.power, "same"), "atan2": (2, np.arctan2, "same"), "hypot": (2, np.hypot, "same"),
     "fmod": (2, np.fmod, "same"), "copysign": (2, np.copysign, "same"),
     "cbrt": (1, np.cbrt, "same"), "rsqrt": (1, lambda x: 1 / np.sqrt(x), "same"),
+    "remainder": (2, lambda x, y: np.asarray(np.frompyfunc(_safe2(math.remainder), 2, 1)(x, y), np.float64),
+                  "same"),
+    "ldexp": (2, lambda x, e: x * np.exp2(np.trunc(e)), "same"),
+    "frexp": (1, None, "pair"), "modf": (1, None, "pair"),
 }
 MATH_FUNCTIONS = frozenset(_MATH)
 
@@ -412,7 +434,7 @@ class Arith:
             raise self._err(CompileError, f"math.{fn} takes {nargs} argument(s), got {len(args)}", line)
         vs = [self._val(a, line) for a in args]
         dts = [v.v.dtype for v in vs]
-        ct = F32 if all(d == F32 for d in dts) else F64
+        ct = F32 if all(d == F32 for d in (dts[:1] if fn == "ldexp" else dts)) else F64
         cst = all(v.const for v in vs)
         rec = self.recording and not cst and self.mask is not EMPTY
         n0 = len(self.ops)
@@ -421,6 +443,13 @@ class Arith:
             deps = _union(deps, v.deps)
         xs = [v.v.astype(ct) if v.v.dtype != ct and (v.const or not rec) else
               (self._cvt(v, ct, line) if v.v.dtype != ct else v.v) for v in vs]
+        if ret == "pair":
+            if rec:
+                self._rec((fn, ct.name), line, deps)
+            a, b = _pair(fn, np.asarray(xs[0]))
+            out = self._out(deps, n0)
+            return (V(_fix(np.asarray(a).astype(ct)), out, cst),
+                    V(_fix(np.asarray(b).astype(np.int32 if fn == "frexp" else ct)), out, cst))
         r = impl(*xs)
         if ret == "same":
             r = np.asarray(r).astype(ct) if type(r) is np.ndarray else ct.type(r)
