@@ -424,6 +424,35 @@ def test_device_array_api_and_plain_launch():
         k_scale(h, 2)                                          # no launch configuration
 
 
+def test_device_attributes_and_events_time_the_launches_between_them():
+    import gpusim
+    from gpusim.config import load_gpu
+    dev = cuda.get_current_device()
+    h100 = load_gpu("h100")
+    assert dev.compute_capability == (9, 0) and dev.MULTIPROCESSOR_COUNT == h100.chip.sm_count == 132
+    assert dev.WARP_SIZE == 32 and dev.MAX_THREADS_PER_BLOCK == 1024 and dev.L2_CACHE_SIZE == 50 * 2 ** 20
+    assert len(cuda.gpus) == 1 and cuda.gpus[0].name == dev.name == b"NVIDIA H100 SXM5 80GB"
+    assert cuda.current_context().get_memory_info()[1] == 80 * 2 ** 30
+    with pytest.raises(AttributeError, match="no attribute 'NOT_AN_ATTRIBUTE'"):
+        dev.NOT_AN_ATTRIBUTE
+    a = np.arange(1 << 14, dtype=np.float32)
+    start, mid, end = cuda.event(), cuda.event(), cuda.event()
+    start.record()
+    k_scale[64, 256](a, 2.0)
+    mid.record()
+    k_scale[64, 256](a, 2.0)
+    k_scale[64, 256](a, 2.0)
+    end.record()
+    end.synchronize()
+    one, three = start.elapsed_time(mid), cuda.event_elapsed_time(start, end)
+    # the same launch simulated by gpusim.simulate: the events give its simulated time, in ms
+    rep = gpusim.simulate(k_scale, (64,), (256,), np.arange(1 << 14, dtype=np.float32), 2.0)
+    assert one == pytest.approx(rep.cycles / (h100.chip.sm_clock_mhz * 1e3), rel=0.02)
+    assert three == pytest.approx(3 * one, rel=0.05) and mid.elapsed_time(start) == pytest.approx(-one)
+    with pytest.raises(gpusim.errors.GpusimError, match="timing=False"):
+        cuda.event(timing=False).elapsed_time(end)
+
+
 def test_plain_launch_publishes_a_trace_only_to_observers():
     import gpusim.trace as T
     seen = []
@@ -928,3 +957,15 @@ def test_cache_hint_loads_and_stores():
     assert all(m["l1_ld_sectors"] == sectors for m in mem.values())
     assert mem[1]["l1_ld_hit_sectors"] == 0 and mem[1]["l2_rd_sectors"] == sectors
     assert mem[0]["l1_ld_hit_sectors"] == mem[2]["l1_ld_hit_sectors"] >= sectors // 2
+
+
+def test_the_event_log_is_dropped_with_the_last_recorded_event():
+    import gc
+    import gpusim.trace as T
+    before = len(T.launch_observers)
+    e = cuda.event()
+    e.record()
+    assert len(T.launch_observers) == before + 1
+    del e
+    gc.collect()
+    assert len(T.launch_observers) == before

@@ -46,6 +46,8 @@ import numpy as np
 from . import cg, random, types
 from .launch import DEFAULT_GPU, Kernel, jit, trace_launch
 from .memory import DeviceNDArray
+from .device import (Device, close, current_context, defer_cleanup, event, event_elapsed_time, get_current_device,
+                     gpus, profile_start, profile_stop, select_device)
 from . import reduction as _reduction
 from .reduction import Reduce
 from .types import (b1, boolean, bool_, complex64, complex128, double, f2, f4, f8, float16, float32, float64,
@@ -59,7 +61,9 @@ __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "devic
            "pinned_array", "mapped_array", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
            "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
            "syncthreads", "syncwarp", "ldca", "ldcg", "ldcs", "ldlu", "ldcv", "stcg", "stcs", "stwb", "stwt",
-           "stream", "detect", "reference_run", "cg", "random", "types", "reduce",
+           "stream", "detect", "reference_run", "cg", "random", "types", "reduce", "managed_array", "event",
+           "event_elapsed_time", "get_current_device", "current_context", "gpus", "select_device", "close",
+           "profile_start", "profile_stop", "defer_cleanup",
            "Reduce", "declare_device", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
            "uint16", "uint32", "uint64", "boolean", "void", "complex64", "complex128", "b1", "bool_", "double", "f2",
            "f4", "f8", "float_", "i1", "i2", "i4", "i8", "int_", "intp", "none", "u1", "u2", "u4", "u8", "uintp"]
@@ -93,6 +97,10 @@ def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
 
 
 def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False, wc=False):
+    return np.zeros(shape, dtype=dtype, order=order)
+
+
+def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0, attach_global=True):
     return np.zeros(shape, dtype=dtype, order=order)
 
 
