@@ -149,6 +149,35 @@ def test_fp8_types_compare_but_are_refused_where_used():
     assert e.value.line > 0 and e.value.file.endswith("test_triton_tutorial_constructs.py")
 
 
+@triton.jit
+def pdl_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, USE_GDC: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    if USE_GDC:
+        tl.extra.cuda.gdc_wait()                 # tutorial 11: wait for the kernel before
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    if USE_GDC:
+        tl.extra.cuda.gdc_launch_dependents()    # let the next kernel start
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+def test_tutorial11_programmatic_dependent_launch_runs_and_says_what_is_not_modelled():
+    n = 5000
+    x, y = RNG.random(n, dtype=np.float32), RNG.random(n, dtype=np.float32)
+    outs = []
+    for gdc in (True, False):
+        out = np.zeros(n, np.float32)
+        tr = trace_launch(pdl_add, (triton.cdiv(n, 1024),), [x, y, out, n],
+                          dict(BLOCK=1024, USE_GDC=gdc, launch_pdl=gdc))
+        np.testing.assert_array_equal(out, x + y)
+        outs.append(tr)
+    assert any("gdc_wait" in s and "not modelled" in s for s in outs[0].notes)
+    assert not any("gdc_" in s for s in outs[1].notes)
+    # the calls cost nothing: the same instructions either way
+    assert sum(o.n_inst for t in outs[0].tables for o in t.ops) == sum(o.n_inst for t in outs[1].tables for o in t.ops)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # autotune: every config simulated for a new key, cached per key
 # ---------------------------------------------------------------------------------------------------------

@@ -227,6 +227,16 @@ _libdevice = _types.SimpleNamespace(exp=exp, exp2=exp2, log=log, log2=log2, sin=
                                     fast_expf=exp, fast_logf=log, fast_dividef=fdiv, div_rn=div_rn, sqrt_rn=sqrt_rn,
                                     tanh=lambda x: _C.binary("sub", _C.binary("mul", 2.0, sigmoid(
                                         _C.binary("mul", 2.0, x))), 1.0))
+
+
+def _gdc(name):
+    def call():
+        _IGNORED_CALLS.add(f"tl.extra.cuda.{name} (programmatic dependent launch): a no-op for one kernel; the overlap "
+                           "with the kernel before or after (launch_pdl=True) is not modelled, and it costs nothing")
+    call.__name__ = name
+    return call
+
+
 extra = _types.SimpleNamespace(libdevice=_libdevice, cuda=_types.SimpleNamespace(libdevice=_libdevice))
 
 # ---- random numbers (Triton's Philox) ------------------------------------------------------------------------------
@@ -251,6 +261,7 @@ def _extra_modules():
     ld.__dict__.update(vars(_libdevice.namespace()))
     cuda = _types.ModuleType(__name__ + ".extra.cuda")
     cuda.libdevice = ld
+    cuda.gdc_wait, cuda.gdc_launch_dependents = _gdc("gdc_wait"), _gdc("gdc_launch_dependents")
     ex = _types.ModuleType(__name__ + ".extra")
     ex.libdevice, ex.cuda = ld, cuda
     for m in (ex, cuda, ld):
