@@ -2,6 +2,8 @@
 the extrapolated replay against the exact one on traces where the answer is known."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -126,3 +128,37 @@ def test_small_replays_are_not_loop_sampled():
 def test_extrapolate_is_linear():
     assert loops.extrapolate(10.0, 18.0, 4, 8, 100) == pytest.approx(18.0 + 92 * 2.0)
     assert sampling._WAVES_REPLAYED > 0
+
+
+def test_the_two_truncated_replays_run_on_two_cores_with_the_same_result(monkeypatch):
+    """The J1 replay runs in a forked child on a host with two cores (``forked.both``): the report is identical
+    to the one replayed serially (GPUSIM_NO_FORK)."""
+    from gpusim.timing import forked
+    tr = loop_trace(132, 200, load=True)
+    monkeypatch.setattr(loops, "LOOP_MIN_WORK", 0)
+    calls = []
+    real_both = forked.both
+
+    def spy(a, b):
+        calls.append(forked.can_fork())
+        return real_both(a, b)
+    monkeypatch.setattr(forked, "both", spy)
+    par = time_trace(tr, GPU, progress=False)
+    monkeypatch.setenv("GPUSIM_NO_FORK", "1")
+    ser = time_trace(tr, GPU, progress=False)
+    assert calls == [(os.cpu_count() or 1) >= 2, False]
+    assert par.cycles == ser.cycles and par.context["sampling"] == ser.context["sampling"]
+    for k in ("dram_bytes_read", "dram_bytes_write", "inst_issued_engine", "l2_hit_rate_pct"):
+        assert par[k] == ser[k]
+
+
+def test_a_failed_child_is_replaced_by_its_replay_in_the_parent():
+    from gpusim.timing import forked
+    parent = os.getpid()
+
+    def first():
+        if os.getpid() != parent:
+            raise RuntimeError("the child fails")
+        return "recomputed here"
+    assert forked.both(first, lambda: 7) == ("recomputed here", 7)
+    assert forked.both(lambda: [1, 2], lambda: "b") == ([1, 2], "b")

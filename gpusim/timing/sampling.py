@@ -55,7 +55,7 @@ import numpy as np
 
 from ..config import GPUConfig, load_gpu
 from ..trace import KernelTrace, OpKind, Space, _POPCOUNT4
-from . import loops
+from . import forked, loops
 from .engine import Engine, EngineResult, active_cycles, union_length
 from .occupancy import occupancy
 
@@ -495,10 +495,10 @@ def _loop_sampled(trace: KernelTrace, gpu: GPUConfig, p: SamplingPlan, policy, p
     if not loops.worth_sampling(trace, found, share):
         return None
     R = found[0].repeats
-    runs = []
-    for j in (loops.J1, loops.J2):
-        runs.append(run_sampled(loops.truncate(trace, found, j), gpu, policy=policy,
-                                progress=progress if j == loops.J2 else None))
+    t1, t2 = (loops.truncate(trace, found, j) for j in (loops.J1, loops.J2))
+    # the two replays are independent: on two cores, the first in a forked child (forked.both)
+    runs = forked.both(lambda: run_sampled(t1, gpu, policy=policy),
+                       lambda: run_sampled(t2, gpu, policy=policy, progress=progress))
     res = loops.combine(runs[0], runs[1], loops.J1, loops.J2, R)
     inner = runs[1].sampling
     lp = found[0]
