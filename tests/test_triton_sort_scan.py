@@ -97,6 +97,10 @@ def test_associative_scan_with_a_non_commutative_combine_and_reverse():
 
 
 def test_sort_is_costed_as_a_bitonic_network_by_where_the_partner_lives():
+    """Sorting 1024 floats on 4 warps: 55 compare-and-swap rounds.  Triton lays the hypercube out with the lanes on
+    the 5 low bits of a position, the warps on the next 2 and the registers on the top 3 (8 per thread): 40 rounds
+    shuffle across lanes, 9 go through shared memory, 6 stay in registers.  Triton 3.6's SASS for this kernel
+    (sm_90, one thread): FSETP 440, FSEL 432, SHFL 392, STS 144, LDS 144, BAR 26."""
     N, W = 1024, 4
     x = RNG.standard_normal(N).astype(np.float32)
     y = np.zeros_like(x)
@@ -105,19 +109,41 @@ def test_sort_is_costed_as_a_bitonic_network_by_where_the_partner_lives():
     np.testing.assert_array_equal(y, np.sort(x))
     ops = tr.tables[0].ops
     L = 10
-    rounds = L * (L + 1) // 2                          # 55 compare-and-swap rounds: partner bit j in L - j of them
-    ept = N // (32 * W)                                 # each thread holds 8 of the 1024 values
+    rounds = L * (L + 1) // 2                           # partner bit j in L - j of them
+    ept = N // (32 * W)
+    lane_rounds = sum(L - j for j in range(0, 5))        # 40
+    warp_rounds = sum(L - j for j in range(5, 7))        # 9
+
+    def total(label):
+        return sum(o.n_inst for o in ops if o.label == label)
     sel = [o for o in ops if o.label == "SEL"]
     assert len(sel) == rounds and all(o.n_inst == ept for o in sel)
-    shfl = [o for o in ops if o.label == "SHFL.BFLY"]
-    bars = [o for o in ops if o.kind == OpKind.BARRIER]
-    # five lane bits and two warp bits of the position; the rest is inside a thread
-    lane_rounds, warp_rounds = len(shfl), len(bars) // 2
-    assert 0 < lane_rounds and 0 < warp_rounds and lane_rounds + warp_rounds < rounds
-    spt = 4                                             # 128-bit loads: 4 contiguous floats per thread
-    t = spt.bit_length() - 1
-    assert lane_rounds == sum(L - j for j in range(t, t + 5))
-    assert warp_rounds == sum(L - j for j in range(t + 5, t + 7))
+    assert total("FSETP") == rounds * ept == 440
+    assert total("SHFL.BFLY") == (lane_rounds + warp_rounds) * ept == 392
+    assert total("STS") == total("LDS") == 2 * warp_rounds * ept == 144
+    assert len([o for o in ops if o.kind == OpKind.BARRIER]) == 3 * warp_rounds        # 27 (SASS: 26)
+
+
+def test_topk_halvings_shrink_the_registers_only_when_they_remove_a_register_bit():
+    """top-16 of 1024 on 4 warps: 10 rounds sort blocks of 16, then 6 halvings each followed by a 4-round merge.
+    The first three halvings remove a lane bit and two warp bits (data replicated, 8 elements per thread still),
+    the last three a register bit each (4, 2, 1).  Triton's SASS: SHFL 218 (here 216), FMNMX 21."""
+    N, K, W = 1024, 16, 4
+
+    @triton.jit
+    def topk_only(x_ptr, y_ptr, N: tl.constexpr, K: tl.constexpr):
+        tl.store(y_ptr + tl.arange(0, K), tl.topk(tl.load(x_ptr + tl.arange(0, N)), K))
+
+    x = RNG.standard_normal(N).astype(np.float32)
+    y = np.zeros(K, np.float32)
+    tr = trace_launch(topk_only, (1,), [x, y], dict(N=N, K=K, num_warps=W))
+    np.testing.assert_array_equal(y, np.sort(x)[::-1][:K])
+    ops = tr.tables[0].ops
+    shfl = sum(o.n_inst for o in ops if o.label == "SHFL.BFLY")
+    mx = [o.n_inst for o in ops if o.label == "FMNMX"]
+    assert mx == [8, 8, 8, 4, 2, 1]
+    # 10 sorting rounds x 8, then per halving: its shuffle (lane and warp bits) and 4 merge rounds
+    assert shfl == 10 * 8 + (8 + 32) + (8 + 32) + (8 + 32) + 16 + 8 + 4
 
 
 def test_sort_of_a_dimension_that_is_not_a_power_of_two_or_not_minor_is_refused():
@@ -167,3 +193,36 @@ def test_sort_and_scan_equal_tritons_interpreter(tmp_path):
     scan_kernel[(2,)](a, b, h, r, c, N=128)
     for k, v in (("h", h), ("r", r), ("c", c)):
         np.testing.assert_allclose(v, ref[k], rtol=1e-5, atol=1e-6)
+
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def cumsum_1d(x_ptr, y_ptr, N: tl.constexpr, CUSTOM: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    if CUSTOM:
+        y = tl.associative_scan(x, 0, _add)
+    else:
+        y = tl.cumsum(x, 0)
+    tl.store(y_ptr + offs, y)
+
+
+def test_a_scan_shuffles_every_element_up_and_cumsum_costs_as_its_associative_scan():
+    """Triton lowers cumsum as associative_scan with an add: the same instructions.  A 1024-element scan on 4
+    warps (8 elements per thread) shuffles up each element at each of the 5 lane steps: 40 SHFL, as the SASS of
+    Triton 3.6 for sm_90 has."""
+    N = 1024
+    x = RNG.standard_normal(N).astype(np.float32)
+    counts = []
+    for custom in (False, True):
+        y = np.zeros_like(x)
+        tr = trace_launch(cumsum_1d, (1,), [x, y], dict(N=N, CUSTOM=custom, num_warps=4))
+        np.testing.assert_allclose(y, np.cumsum(x), rtol=1e-4, atol=1e-4)
+        ops = tr.tables[0].ops
+        counts.append(sum(o.n_inst for o in ops if o.pipe.key != "uniform"))
+        assert sum(o.n_inst for o in ops if o.label == "SHFL.UP") == 5 * 8
+    assert counts[0] == counts[1]

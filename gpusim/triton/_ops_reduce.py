@@ -235,6 +235,6 @@ def associative_scan(input, axis, combine_fn, reverse=False):
     for t, x in zip(cur, xs):
         out = tensor(np.ascontiguousarray(np.flip(t.v, ax) if rev else t.v), t.dtype, list(x.shape))
         if st.rec is not None:
-            st.rec.reduce(out, x, axis, "custom", scan=True)
+            st.rec.reduce(out, x, axis, "combine", scan=True)     # per output: one instruction per combine
         outs.append(out)
     return outs[0] if single else tuple(outs)

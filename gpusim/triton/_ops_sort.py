@@ -2,9 +2,9 @@
 library builds from compare-and-swap rounds along the last dimension, run on numpy over all programs at once.
 
 The network is run exactly (not ``np.sort``): ``bitonic_merge`` of an input that is not bitonic, ties between
-``-0.0`` and ``0.0`` and NaNs come out as on the GPU.  Each op reports its rounds to the recorder
-(``_lower_reduce.ReduceLowering.network``), which costs them by where the partner element lives (same thread,
-another lane, another warp).
+``-0.0`` and ``0.0`` and NaNs come out as on the GPU.  Each op reports its steps to the recorder
+(``_lower_reduce.ReduceLowering.network``), which costs them by where the partner element lives (another lane,
+another warp, the same thread).
 """
 from __future__ import annotations
 
@@ -52,8 +52,9 @@ def _merge(v: np.ndarray, stage: int, order) -> np.ndarray:
 
 
 def _network(x: tensor, k: int | None, descending: bool) -> tuple[np.ndarray, list]:
-    """Sorted (or top-``k``) values along the last dimension, and the rounds as (partner bit, live elements of the
-    last dimension) for the lowering."""
+    """Sorted (or top-``k``) values along the last dimension, and the steps for the lowering: ``("cas", j)`` a
+    compare-and-swap round with the partner 2**j apart, ``("max", j)`` / ``("min", j)`` the top-k halving that
+    removes bit j (bits of the position in the tensor as it is at that step)."""
     n = x.shape[-1]
     log_n = _log2_exact(n, "the sorted dimension")
     log_k = log_n if k is None else _log2_exact(k, "k")
@@ -63,17 +64,17 @@ def _network(x: tensor, k: int | None, descending: bool) -> tuple[np.ndarray, li
     rounds = []
     for s in range(1, log_k + 1):
         v = _merge(v, s, None if s < log_n else descending)
-        rounds += [(j, n) for j in range(s - 1, -1, -1)]
+        rounds += [("cas", j) for j in range(s - 1, -1, -1)]
     width = n
     for i in range(log_k + 1, log_n + 1):
         # bitonic top-k: blocks 2m and 2m+1 (sorted in opposite orders) keep their element-wise max (min)
         pairs = v.reshape(v.shape[:-1] + (width // (2 << log_k), 2, 1 << log_k))
         with np.errstate(invalid="ignore"):
             v = (pairs.max(axis=-2) if descending else pairs.min(axis=-2)).reshape(v.shape[:-1] + (width // 2,))
-        rounds.append((log_k, width))
+        rounds.append(("max" if descending else "min", log_k))
         width //= 2
         v = _merge(v, log_k, None if i < log_n else descending)
-        rounds += [(j, width) for j in range(log_k - 1, -1, -1)]
+        rounds += [("cas", j) for j in range(log_k - 1, -1, -1)]
     return v, rounds
 
 
@@ -107,4 +108,4 @@ def bitonic_merge(x, dim=None, descending=False):
     _last_dim(x, dim)
     log_n = _log2_exact(x.shape[-1], "the merged dimension")
     v = _merge(x.v, log_n, bool(unwrap(descending)))
-    return _finish(x, v, x.shape, [(j, x.shape[-1]) for j in range(log_n - 1, -1, -1)], "bitonic_merge")
+    return _finish(x, v, x.shape, [("cas", j) for j in range(log_n - 1, -1, -1)], "bitonic_merge")
