@@ -88,6 +88,7 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
     "kernels/tl_tut_dropout.py": {"n": 5000},
     "kernels/tl_tut_layernorm.py": {"M": 40, "N": 300, "BLOCK_SIZE": 128, "GROUP_SIZE_M": 8},
     "kernels/tl_tut_libdevice.py": {"n": 5000},
+    "kernels/tl_sort_scan.py": {"R": 3, "N": 64, "K": 8},
     "kernels/tl_spinlock.py": {"G": 6, "N": 12},
     "kernels/tl_tut_grouped_gemm.py": {"shapes": ((64, 64, 64), (96, 40, 72), (17, 136, 24)), "NUM_SM": 4,
                                         "BM": 32, "BN": 32, "BK": 32},
@@ -104,7 +105,7 @@ REGISTER_DEVIATION_TOL = 0.35
 #: the in-sample gates and calibrations; `gpusim validate report` shows their error apart
 #: (the store-only "writeback" family was held out until it calibrated the work distributor's CTA rate,
 #: chip.cta_dispatch_per_cycle: it is in-sample now, and `validate report --holdout-family` shows it without that fit)
-HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "tl_tutorials"})
+HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "tl_tutorials", "tl_sort_scan"})
 
 
 def in_sample(case: "Case") -> bool:
@@ -267,6 +268,7 @@ def _build_cases() -> list[Case]:
             add(f"atomic_chain_{sem}_N{n}", "tl_spinlock", {"kind": "chain", "N": n, "sem": sem}, "sync",
                 f"one program, {n} dependent scalar atomics ({sem})")
     _tutorial_cases(add)
+    _sort_scan_cases(add)
     _scenario_cases(add)
     return cases
 
@@ -299,6 +301,21 @@ def _tutorial_cases(add) -> None:
                 f"{tiles} tiles of 128x128 on min(132, tiles) persistent programs"
                 + ("; tensor descriptors (TMA)" if desc else "; pointer loads"),
                 cpu={"descriptor": desc})
+
+
+def _sort_scan_cases(add) -> None:
+    """``tl.sort`` / ``tl.topk`` / ``tl.cumsum`` / ``tl.associative_scan`` row by row (``kernels/tl_sort_scan.py``,
+    group ``tl_sort_scan``, held out: their costs come from Triton's SASS, not from these records): sizes past many
+    waves, one under a wave, one whose rows do not fill the last wave."""
+    for n, r in ((256, 16384), (1024, 4096), (2048, 1000), (1024, 100)):
+        add(f"sort_n{n}_r{r}", "tl_sort_scan", {"op": "sort", "R": r, "N": n}, "tl_sort_scan",
+            f"bitonic sort of {r} rows of {n} fp32, one program of 4 warps per row")
+    add("topk_n1024_k16_r4096", "tl_sort_scan", {"op": "topk", "R": 4096, "N": 1024, "K": 16}, "tl_sort_scan",
+        "the 16 largest of each of 4096 rows of 1024 fp32")
+    add("cumsum_n1024_r8192", "tl_sort_scan", {"op": "cumsum", "R": 8192, "N": 1024}, "tl_sort_scan",
+        "prefix sum of each of 8192 rows of 1024 fp32")
+    add("linrec_n1024_r8192", "tl_sort_scan", {"op": "linrec", "R": 8192, "N": 1024}, "tl_sort_scan",
+        "h = a * h + b along each of 8192 rows: associative_scan of (a, b) pairs")
 
 
 # The matmul tutorial's 16 autotuning configs for CUDA GPUs (BM, BN, BK, GROUP_M, num_stages, num_warps):
