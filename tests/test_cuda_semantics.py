@@ -830,6 +830,38 @@ def test_math_frexp_modf_remainder_ldexp_as_pythons():
 
 
 @cuda.jit
+def k_fp16(r, x, y, z):
+    i = cuda.grid(1)
+    if i < r.shape[0]:
+        r[i, 0] = cuda.fp16.hfma(x[i], y[i], z[i])                                  # one rounding
+        r[i, 1] = cuda.fp16.hadd(cuda.fp16.hmul(x[i], y[i]), z[i])                  # two
+        r[i, 2] = cuda.fp16.hmax(x[i], cuda.fp16.hneg(y[i]))
+        r[i, 3] = cuda.fp16.hdiv(x[i], y[i]) if cuda.fp16.hgt(x[i], y[i]) else cuda.fp16.habs(z[i])
+
+
+@cuda.jit
+def k_fp16_f32(r, x):
+    i = cuda.grid(1)
+    r[i] = cuda.fp16.hadd(x[i], x[i])
+
+
+def test_fp16_intrinsics_round_once_to_half():
+    rng = np.random.default_rng(16)
+    x, y, z = (rng.standard_normal(256).astype(np.float16) for _ in range(3))
+    r = np.zeros((256, 4), np.float16)
+    run(k_fp16, 2, 128, r, x, y, z)
+    f = [v.astype(np.float64) for v in (x, y, z)]
+    np.testing.assert_array_equal(r[:, 0], (f[0] * f[1] + f[2]).astype(np.float16))
+    np.testing.assert_array_equal(r[:, 1], ((f[0] * f[1]).astype(np.float16).astype(np.float64) + f[2]).astype(np.float16))
+    assert (r[:, 0] != r[:, 1]).any()                 # the fused one differs somewhere
+    np.testing.assert_array_equal(r[:, 2], np.maximum(x, -y))
+    np.testing.assert_array_equal(r[:, 3], np.where(x > y, (f[0] / f[1]).astype(np.float16), np.abs(z)))
+    with pytest.raises(CompileError, match=r"cuda.fp16.hadd for \(float32, float32\)") as ei:
+        run(k_fp16_f32, 1, 32, np.zeros(32, np.float16), np.zeros(32, np.float32))
+    assert "test_cuda_semantics.py:" in str(ei.value)
+
+
+@cuda.jit
 def k_all_atomics(v, fa, ia, ua, old, m):
     i = cuda.grid(1)
     k = i % m                                     # m contended addresses per row

@@ -24,7 +24,7 @@ What runs in kernels: ``cuda.grid/gridsize/threadIdx/blockIdx/blockDim/gridDim/l
 ``cuda.const.array_like``, ``cuda.syncthreads`` (+ ``_count/_and/_or``), ``cuda.syncwarp``, ``threadfence``,
 ``cuda.atomic.add/sub/max/min/exch/cas/compare_and_swap/and_/or_/xor/inc/dec/nanmax/nanmin``, warp
 shuffles, votes and matches (``eq_sync``, ``match_any_sync``, ``match_all_sync``, ``lanemask_lt``), ``selp``,
-``popc/brev/clz/ffs/fma/cbrt``, ``math.*`` (``frexp``/``modf`` return their pairs), numpy scalar types and math ufuncs,
+``popc/brev/clz/ffs/fma/cbrt``, ``cuda.fp16.h*``, ``math.*`` (``frexp``/``modf`` return their pairs), numpy scalar types and math ufuncs,
 ``min/max/abs/int/float/bool/len/round/pow``, ``range`` loops, ``while``, ``if/elif/else``, ``break``,
 ``continue``, ``return``, ternaries, ``and/or/not``, tuples, device functions (``@cuda.jit(device=True)``,
 inlined).  ``print`` is accepted and prints nothing; ``assert`` is ignored (as numba does without debug).
@@ -40,6 +40,7 @@ types in ``cuda.jit`` signatures).
 from __future__ import annotations
 
 import sys
+import types as _types
 
 import numpy as np
 
@@ -226,6 +227,11 @@ lanemask_lt = _KernelOnly("lanemask_lt")
 match_any_sync = _KernelOnly("match_any_sync")
 match_all_sync = _KernelOnly("match_all_sync")
 selp = _KernelOnly("selp")
+# cuda.fp16: half-precision intrinsics (kernel-only, like numba-cuda's)
+fp16 = _types.SimpleNamespace(**{_n: _KernelOnly(f"fp16.{_n}") for _n in (
+    "hadd", "hsub", "hmul", "hdiv", "hfma", "hneg", "habs", "hmax", "hmin", "heq", "hne", "hge", "hgt", "hle", "hlt",
+    "hsin", "hcos", "hlog", "hlog2", "hlog10", "hexp", "hexp2", "hexp10", "hsqrt", "hrsqrt", "hrcp", "hceil",
+    "hfloor", "htrunc", "hrint")})
 popc = _KernelOnly("popc")
 brev = _KernelOnly("brev")
 clz = _KernelOnly("clz")

@@ -108,6 +108,33 @@ _MATH: dict = {
 MATH_FUNCTIONS = frozenset(_MATH)
 
 
+def _f32(fn):
+    return lambda x: fn(x.astype(np.float32))
+
+
+#: ``cuda.fp16`` functions: name -> (arguments, numpy body on float64 values, cost key)
+_FP16: dict = {
+    "hadd": (2, np.add, ("add", "float16")), "hsub": (2, np.subtract, ("sub", "float16")),
+    "hmul": (2, np.multiply, ("mul", "float16")), "hdiv": (2, np.true_divide, ("truediv", "float16")),
+    "hfma": (3, lambda a, b, c: a * b + c, ("fma", "float16")),
+    "hneg": (1, np.negative, ("neg", "float16")), "habs": (1, np.abs, ("abs", "float16")),
+    "hmax": (2, np.maximum, ("max", "float16")), "hmin": (2, np.minimum, ("min", "float16")),
+    "heq": (2, np.equal, ("cmp", "float16")), "hne": (2, np.not_equal, ("cmp", "float16")),
+    "hge": (2, np.greater_equal, ("cmp", "float16")), "hgt": (2, np.greater, ("cmp", "float16")),
+    "hle": (2, np.less_equal, ("cmp", "float16")), "hlt": (2, np.less, ("cmp", "float16")),
+    "hsin": (1, _f32(np.sin), ("sin", "float16")), "hcos": (1, _f32(np.cos), ("cos", "float16")),
+    "hlog": (1, _f32(np.log), ("log", "float16")), "hlog2": (1, _f32(np.log2), ("log2", "float16")),
+    "hlog10": (1, _f32(np.log10), ("log10", "float16")), "hexp": (1, _f32(np.exp), ("exp", "float16")),
+    "hexp2": (1, _f32(np.exp2), ("exp2", "float16")),
+    "hexp10": (1, _f32(lambda x: np.power(np.float32(10), x)), ("exp", "float16")),
+    "hsqrt": (1, _f32(np.sqrt), ("sqrt", "float16")), "hrsqrt": (1, _f32(lambda x: 1 / np.sqrt(x)), ("rsqrt", "float16")),
+    "hrcp": (1, _f32(lambda x: 1 / x), ("truediv", "float16")),
+    "hceil": (1, np.ceil, ("ceil", "float16")), "hfloor": (1, np.floor, ("floor", "float16")),
+    "htrunc": (1, np.trunc, ("trunc", "float16")), "hrint": (1, np.rint, ("round", "float16")),
+}
+FP16_FUNCTIONS = frozenset(_FP16)
+
+
 #: numba's (``operator`` module's) names of the bitwise operators, for messages
 _NUMBA_OP = {"bitand": "and_", "bitor": "or_", "bitxor": "xor", "lshift": "lshift", "rshift": "rshift"}
 
@@ -466,6 +493,35 @@ class Arith:
             if ret == "int":
                 self._rec(("cvt", short(ct), "i64"), line, self._out(deps, n0))
         return V(r, self._out(deps, n0), cst)
+
+    def fp16(self, name, args, line):
+        """``cuda.fp16.h*``: half-precision arithmetic, comparisons and math on float16 values (numba-cuda types
+        them for float16 only).  Computed in float64 and rounded once to float16 (exact for add/sub/mul/fma, a
+        correctly rounded division); the math functions in float32 (the hardware's are approximations)."""
+        spec = _FP16.get(name)
+        if spec is None:
+            raise self._err(UnsupportedConstruct, f"cuda.fp16.{name} is not supported in kernels", line)
+        nargs, fn, key = spec
+        if len(args) != nargs:
+            raise self._err(CompileError, f"cuda.fp16.{name} takes {nargs} argument(s), got {len(args)}", line)
+        vs = [self._val(a, line) for a in args]
+        for v in vs:
+            if np.asarray(v.v).dtype != np.float16:
+                raise self._err(CompileError, f"No implementation of function cuda.fp16.{name} for "
+                                f"({', '.join(str(np.asarray(x.v).dtype) for x in vs)}) (numba-cuda takes float16)",
+                                line)
+        with np.errstate(all="ignore"):
+            r = fn(*[np.asarray(v.v, np.float64) for v in vs])
+        r = np.asarray(r)
+        r = r.astype(BOOL) if r.dtype == np.bool_ else r.astype(np.float16)
+        cst = all(v.const for v in vs)
+        deps = ()
+        for v in vs:
+            deps = _union(deps, v.deps)
+        n0 = len(self.ops)
+        if self.recording and not cst and self.mask is not EMPTY:
+            self._rec(key, line, deps)
+        return V(_fix(r if r.ndim else r[()]), self._out(deps, n0), cst)
 
     def intrinsic(self, name, args, line) -> V:
         vs = [self._val(a, line) for a in args]

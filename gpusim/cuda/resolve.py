@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from .analysis import _contains
 from . import types as _nbtypes
-from .arith import MATH_FUNCTIONS
+from .arith import FP16_FUNCTIONS, MATH_FUNCTIONS
 from .values import const
 
 _BUILTINS = {range: "range", min: "min", max: "max", abs: "abs", int: "int", float: "float", bool: "bool",
@@ -50,7 +50,7 @@ _NPBINOP = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divid
 
 _CUDA_VALUE = {("threadIdx",): "tid", ("blockIdx",): "ctaid", ("blockDim",): "ntid", ("gridDim",): "nctaid"}
 _CUDA_PREFIXES = {(), ("threadIdx",), ("blockIdx",), ("blockDim",), ("gridDim",), ("shared",), ("local",),
-                  ("const",), ("atomic",), ("cg",), ("random",), ("types",)}
+                  ("const",), ("atomic",), ("cg",), ("random",), ("types",), ("fp16",)}
 _CUDA_CALLS = {("grid",), ("gridsize",), ("shared", "array"), ("local", "array"), ("const", "array_like"),
                ("syncthreads",), ("syncwarp",), ("threadfence",), ("threadfence_block",),
                ("threadfence_system",), ("shfl_sync",), ("shfl_up_sync",), ("shfl_down_sync",),
@@ -79,7 +79,7 @@ def _numba_dtype(obj):
 
 
 #: submodules of ``numba.cuda`` / ``gpusim.cuda`` a kernel may name (``from numba.cuda import cg, random``)
-_CUDA_SUBMODULES = {"cg": ("cg",), "random": ("random",)}
+_CUDA_SUBMODULES = {"cg": ("cg",), "random": ("random",), "fp16": ("fp16",)}
 
 
 def _intrinsic(obj):
@@ -201,9 +201,11 @@ class StaticResolver:
                     return c
                 raise self.unsupported(f"cuda.{'.'.join(path)} in a kernel", node)
             if path in _CUDA_PREFIXES or path in _CUDA_CALLS or path[:-1] in _CUDA_VALUE and attr in "xyz" \
-                    or path in (("laneid",), ("warpsize",)) or (path[0] == "atomic" and len(path) == 2):
+                    or path in (("laneid",), ("warpsize",)) or (path[0] in ("atomic", "fp16") and len(path) == 2):
                 if path[0] == "atomic" and len(path) == 2 and attr not in _ATOMICS:
                     raise self.unsupported(f"cuda.atomic.{attr}", node)
+                if path[0] == "fp16" and len(path) == 2 and attr not in FP16_FUNCTIONS:
+                    raise self.unsupported(f"cuda.fp16.{attr}", node)
                 return ("cuda", path)
             if path[:-1] in _CUDA_VALUE:
                 raise self.compile_error(f"Unknown attribute {attr!r} of type Dim3 (cuda.{'.'.join(path)}: only "

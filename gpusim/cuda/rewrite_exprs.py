@@ -377,8 +377,10 @@ class ExpressionRewriter:
 
     def cuda_call(self, path, n, unused):
         line = n.lineno
-        if path not in _CUDA_CALLS and not (path[0] == "atomic" and len(path) == 2):
+        if path not in _CUDA_CALLS and not (path[0] in ("atomic", "fp16") and len(path) == 2):
             raise self.unsupported(f"calling cuda.{'.'.join(path)}", n)
+        if path[0] == "fp16":
+            return _rt("fp16", _c(path[1]), ast.Tuple(elts=[self.expr(a) for a in n.args], ctx=ast.Load()), _c(line))
         if path == ("shared", "array"):
             return self._array_decl(n, "shared")
         if path == ("local", "array"):
