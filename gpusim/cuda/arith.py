@@ -452,13 +452,18 @@ class Arith:
                 self._rec(("cvt", short(a.v.dtype), "i64"), line, self._out(a.deps, n0))
         return V(r, self._out(a.deps, n0), a.const)
 
-    def math(self, fn, args, line) -> V:
-        spec = _MATH.get(fn)
+    def _function_spec(self, table, where, fn, args, line):
+        """``table[fn]`` (its first entry the number of arguments), with the errors for an unknown function or the
+        wrong number of arguments."""
+        spec = table.get(fn)
         if spec is None:
-            raise self._err(UnsupportedConstruct, f"math.{fn} is not supported in kernels", line)
-        nargs, impl, ret = spec
-        if len(args) != nargs:
-            raise self._err(CompileError, f"math.{fn} takes {nargs} argument(s), got {len(args)}", line)
+            raise self._err(UnsupportedConstruct, f"{where}.{fn} is not supported in kernels", line)
+        if len(args) != spec[0]:
+            raise self._err(CompileError, f"{where}.{fn} takes {spec[0]} argument(s), got {len(args)}", line)
+        return spec
+
+    def math(self, fn, args, line) -> V:
+        nargs, impl, ret = self._function_spec(_MATH, "math", fn, args, line)
         vs = [self._val(a, line) for a in args]
         dts = [v.v.dtype for v in vs]
         ct = F32 if all(d == F32 for d in (dts[:1] if fn == "ldexp" else dts)) else F64
@@ -498,12 +503,7 @@ class Arith:
         """``cuda.fp16.h*``: half-precision arithmetic, comparisons and math on float16 values (numba-cuda types
         them for float16 only).  Computed in float64 and rounded once to float16 (exact for add/sub/mul/fma, a
         correctly rounded division); the math functions in float32 (the hardware's are approximations)."""
-        spec = _FP16.get(name)
-        if spec is None:
-            raise self._err(UnsupportedConstruct, f"cuda.fp16.{name} is not supported in kernels", line)
-        nargs, fn, key = spec
-        if len(args) != nargs:
-            raise self._err(CompileError, f"cuda.fp16.{name} takes {nargs} argument(s), got {len(args)}", line)
+        nargs, fn, key = self._function_spec(_FP16, "cuda.fp16", name, args, line)
         vs = [self._val(a, line) for a in args]
         for v in vs:
             if np.asarray(v.v).dtype != np.float16:
