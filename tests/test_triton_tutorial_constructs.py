@@ -613,6 +613,65 @@ def test_libdevice_module_paths_and_values():
     assert "FADD+FFMA+FMUL+FRND" in labels            # pow's FP32 mix (costs.LIBDEVICE, from sm_90 SASS)
 
 
+from gpusim.triton.language.extra import libdevice as ld  # noqa: E402
+
+
+@triton.jit
+def libdevice_more(x_ptr, y_ptr, i_ptr, f_ptr, u_ptr, N: tl.constexpr):
+    o = tl.arange(0, N)
+    x = tl.load(x_ptr + o)
+    y = tl.load(y_ptr + o)
+    tl.store(f_ptr + o * 8 + 0, ld.add_rd(x, y))
+    tl.store(f_ptr + o * 8 + 1, ld.add_ru(x, y))
+    tl.store(f_ptr + o * 8 + 2, ld.div_rz(x, y))
+    tl.store(f_ptr + o * 8 + 3, ld.normcdf(x))
+    tl.store(f_ptr + o * 8 + 4, ld.j0(x * 3))
+    tl.store(f_ptr + o * 8 + 5, ld.cyl_bessel_i1(x))
+    tl.store(f_ptr + o * 8 + 6, ld.int_as_float(ld.float_as_int(x)))
+    tl.store(f_ptr + o * 8 + 7, ld.ldexp(x, ld.float2int_rn(y)))
+    tl.store(i_ptr + o * 4 + 0, ld.float2int_rd(x * 10))
+    tl.store(i_ptr + o * 4 + 1, ld.popc(ld.float_as_int(x)))
+    tl.store(i_ptr + o * 4 + 2, ld.clz(ld.float2int_rz(y * 100)))
+    tl.store(i_ptr + o * 4 + 3, ld.ilogb(x))
+    tl.store(u_ptr + o, ld.llrint(x * 1e3))
+
+
+def test_the_rest_of_libdevice_directed_rounding_conversions_bits_and_special_functions():
+    import math
+    N = 64
+    x = RNG.standard_normal(N).astype(np.float32)
+    y = RNG.standard_normal(N).astype(np.float32)
+    i, f, u = np.zeros(N * 4, np.int32), np.zeros(N * 8, np.float32), np.zeros(N, np.int64)
+    tr = trace_launch(libdevice_more, (1,), [x, y, i, f, u], dict(N=N))
+    f, i = f.reshape(N, 8), i.reshape(N, 4)
+    exact = x.astype(np.float64) + y
+    assert (f[:, 0] <= exact).all() and (f[:, 1] >= exact).all()          # rounded down / up, one ulp apart
+    assert ((f[:, 1] - f[:, 0]) <= np.spacing(np.abs(f[:, 0])) * 1.01).all()
+    assert (np.abs(f[:, 2]) <= np.abs(x.astype(np.float64) / y)).all()   # toward zero
+    np.testing.assert_allclose(f[:, 3], [0.5 * math.erfc(-v / math.sqrt(2)) for v in x.astype(float)], atol=1e-7)
+
+    def j0(z):
+        return sum((-1) ** m * (z / 2) ** (2 * m) / math.factorial(m) ** 2 for m in range(40))
+
+    def i1(z):
+        return sum((z / 2) ** (2 * m + 1) / (math.factorial(m) * math.factorial(m + 1)) for m in range(40))
+    np.testing.assert_allclose(f[:, 4], [j0(3.0 * v) for v in x.astype(float)], atol=2e-7)
+    np.testing.assert_allclose(f[:, 5], [i1(v) for v in x.astype(float)], atol=2e-7)
+    np.testing.assert_array_equal(f[:, 6], x)
+    np.testing.assert_array_equal(f[:, 7], x * np.exp2(np.rint(y)))
+    np.testing.assert_array_equal(i[:, 0], np.floor(x * np.float32(10)).astype(np.int32))
+    assert list(i[:, 1]) == [bin(int(v) & 0xFFFFFFFF).count("1") for v in x.view(np.int32)]
+    assert list(i[:, 2]) == [32 - (int(v) & 0xFFFFFFFF).bit_length()
+                             for v in np.trunc(y * np.float32(100)).astype(np.int32)]
+    assert list(i[:, 3]) == [math.frexp(float(v))[1] - 1 for v in x]
+    np.testing.assert_array_equal(u, np.rint(x * np.float32(1e3)).astype(np.int64))
+    # a bit cast is a move, a conversion one F2I: not the estimate of a math function
+    ops = tr.tables[0].ops
+    assert sum(o.n_inst for o in ops if o.label == "MOV") >= 2 and sum(o.n_inst for o in ops if o.label == "F2I") >= 3
+    with pytest.raises(CompileError, match="float_as_int: no libdevice function for fp64"):
+        libdevice_more[(1,)](x.astype(np.float64), y, i, f, u, N=N)
+
+
 def test_libdevice_rejects_fp16():
     from gpusim.triton.language.extra import libdevice
 

@@ -256,6 +256,10 @@ class ElementwiseLowering:
             return self._cost([(Pipe.LSU, 1, "SHFL.IDX")], sum(_ept_in(shape, L) for L in lays) if shape else 1,
                               deps, line)
         src_float = any(x.dtype.is_floating() for x in ins)
+        if kind.startswith("libdevice:") and dt.is_int():
+            # libdevice's conversions, bit casts and integer intrinsics: their own instructions per element
+            units = sum(_ept_in(shape, L) for L in lays) if shape else 1
+            return self._cost(K.LIBDEVICE.get(kind[10:], K.LIBDEVICE_DEFAULT), units, deps, line)
         if (dt.is_int() or dt.is_ptr()) and not (kind in ("fcmp", "cvt") and src_float):
             pred = dt.is_bool()
             if shape:

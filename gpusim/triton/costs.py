@@ -159,6 +159,35 @@ LIBDEVICE = {
     "fast_powf": [(FP32, 1, "FMUL"), (SFU, 2, "MUFU.LG2+MUFU.EX2")], "nearbyint": [(FP32, 1, "FRND")],
     "copysign": [(INT, 1, "LOP3")], "saturatef": [(FP32, 1, "FADD.SAT")],
 }
+# the rest of libdevice (estimates from the PTX each maps to: one instruction with a rounding modifier, a
+# conversion on the xu pipe, a bit cast that is no instruction at all ...)
+for _m in ("rn", "rz", "rd", "ru"):
+    for _op in ("add", "sub", "mul"):
+        LIBDEVICE[f"{_op}_{_m}"] = [(FP32, 1, f"F{_op.upper()}.{_m.upper()}")]
+    for _t in ("int", "uint", "ll", "ull"):
+        LIBDEVICE[f"float2{_t}_{_m}"] = [(SFU, 1, "F2I")]
+        LIBDEVICE[f"double2{_t}_{_m}"] = [(SFU, 1, "F2I.F64")]
+        LIBDEVICE[f"{_t}2float_{_m}"] = [(FP32 if _t in ("int", "uint") else SFU, 1, "I2FP" if _t in ("int", "uint")
+                                          else "I2F.S64")]
+    LIBDEVICE[f"double2float_{_m}"] = [(SFU, 1, "F2F.F32.F64")]
+    LIBDEVICE[f"rcp_{_m}"] = [(SFU, 1, "MUFU.RCP"), (FP32, 4, "FFMA"), (INT, 2, "FSETP")]
+for _m in ("rz", "rd", "ru"):
+    LIBDEVICE[f"div_{_m}"] = LIBDEVICE["div_rn"]
+    LIBDEVICE[f"sqrt_{_m}"] = [(SFU, 1, "MUFU.RSQ"), (FP32, 4, "FFMA"), (INT, 2, "FSETP")]
+    LIBDEVICE[f"fma_{_m}"] = [(FP32, 1, "FFMA")]
+for _n in ("float_as_int", "float_as_uint", "int_as_float", "uint_as_float", "double_as_longlong",
+           "longlong_as_double", "double2hiint", "double2loint", "hiloint2double"):
+    LIBDEVICE[_n] = [(INT, 1, "MOV")]
+LIBDEVICE.update({"int2double_rn": [(SFU, 1, "I2F.F64")], "uint2double_rn": [(SFU, 1, "I2F.F64")],
+                  "llrint": [(SFU, 1, "F2I.S64")], "llround": [(FP32, 2, "FADD+FRND"), (SFU, 1, "F2I.S64")],
+                  "popc": [(SFU, 1, "POPC")], "clz": [(SFU, 1, "FLO"), (INT, 1, "IADD3")], "brev": [(INT, 1, "BREV")],
+                  "ffs": [(INT, 2, "BREV+IADD3"), (SFU, 1, "FLO")], "mul24": [(FP32, 1, "IMAD")],
+                  "sad": [(INT, 2, "IABS+IADD3")], "hadd": [(INT, 2, "IADD3+SHF")], "rhadd": [(INT, 2, "IADD3+SHF")],
+                  "byte_perm": [(INT, 1, "PRMT")], "ilogb": [(INT, 4, "SHF+LOP3+IADD3+SEL")],
+                  "logb": [(INT, 4, "SHF+LOP3+IADD3+SEL"), (FP32, 1, "I2FP")], "ldexp": [(FP32, 2, "FMUL"), (INT, 4, "SHF+IADD3+ISETP+SEL")],
+                  "scalbn": [(FP32, 2, "FMUL"), (INT, 4, "SHF+IADD3+ISETP+SEL")],
+                  "rsqrt_rn": [(SFU, 1, "MUFU.RSQ"), (FP32, 5, "FFMA"), (INT, 2, "FSETP")],
+                  "rcp64h": [(SFU, 1, "MUFU.RCP64H")]})
 LIBDEVICE_DEFAULT = [(FP32, 12, "FFMA (estimate)"), (INT, 8, "FSETP+FSEL (estimate)"), (SFU, 1, "MUFU (estimate)")]
 LIBDEVICE_NO_FP64 = ("floor", "ceil", "trunc", "rint", "round", "nearbyint")
 DIV_RCP = [(SFU, 1, "MUFU.RCP"), (INT, 2, "FSETP"), (FP32, 2, "FMUL")]
