@@ -205,10 +205,6 @@ def _ilogb(v):
                     np.where(np.isnan(v), np.int32(-2147483648), out)))
 
 
-def _normcdfinv(v):
-    return (-np.sqrt(2.0) * _erfinv(1.0 - 2.0 * v.astype(np.float64))).astype(v.dtype) * -1
-
-
 _MORE_UNARY = {                                      # float -> float, same precision
     "rcp_rn": _rounded("rn", lambda x: 1.0 / x), "rcp_rz": _rounded("rz", lambda x: 1.0 / x),
     "rcp_rd": _rounded("rd", lambda x: 1.0 / x), "rcp_ru": _rounded("ru", lambda x: 1.0 / x),
