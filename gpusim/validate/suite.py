@@ -106,6 +106,9 @@ REGISTER_DEVIATION_TOL = 0.35
 #: (the store-only "writeback" family was held out until it calibrated the work distributor's CTA rate,
 #: chip.cta_dispatch_per_cycle: it is in-sample now, and `validate report --holdout-family` shows it without that fit)
 HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "tl_tutorials", "tl_sort_scan"})
+#: families collected on the H100 after the H200 run, not yet on an H200 (2026-11-28: the session's calls for the
+#: H200 kind ran on an H100): the H200 records do not cover them and `validate report --gpu h200` leaves them out
+NOT_YET_ON_H200 = frozenset({"tl_sort_scan"})
 
 
 def in_sample(case: "Case") -> bool:
