@@ -127,9 +127,10 @@ class Session:
     gpu: GPUConfig
     record_timeline: bool = False
     reports: list[Report] = field(default_factory=list)
+    exact: bool = False
 
     def _observe(self, tr: trace_mod.KernelTrace) -> None:
-        self.reports.append(time_trace(tr, self.gpu, record_timeline=self.record_timeline))
+        self.reports.append(time_trace(tr, self.gpu, record_timeline=self.record_timeline, exact=self.exact))
 
     @property
     def last(self) -> Report:
@@ -142,9 +143,10 @@ class Session:
 
 
 @contextlib.contextmanager
-def session(gpu: "str | GPUConfig" = "h100", record_timeline: bool = False) -> Iterator[Session]:
-    """Time every ``kernel[grid, block](...)`` / ``kernel[grid](...)`` launch made inside the block."""
-    s = Session(load_gpu(gpu), record_timeline=record_timeline)
+def session(gpu: "str | GPUConfig" = "h100", record_timeline: bool = False, exact: bool = False) -> Iterator[Session]:
+    """Time every ``kernel[grid, block](...)`` / ``kernel[grid](...)`` launch made inside the block (``exact``:
+    replay every CTA instead of sampling)."""
+    s = Session(load_gpu(gpu), record_timeline=record_timeline, exact=exact)
     trace_mod.launch_observers.append(s._observe)
     try:
         yield s

@@ -27,6 +27,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         return cmd_run_presets(a)
     gpu = load_gpu(a.gpu)
     raw_params = _parse_params(a.param)
+    if not _defines_launch(a.file):
+        return _run_script(a, gpu, raw_params)
     mod = load_kernel_file(a.file)
     params = launch_params(mod.launch, raw_params, a.file)
     with _UserCode(a.file):
@@ -50,14 +52,24 @@ def cmd_run(a: argparse.Namespace) -> int:
                    "checks": [{"output": str(k), "max_abs_error": e, "ok": o} for k, e, o in checks]}
         print(json.dumps(payload, indent=1, default=str))
     else:
-        for r in reports:
-            print(r)
-            print()
-        if len(reports) > 1:
-            tot = sum(r.cycles for r in reports)
-            print(f"{len(reports)} kernels, {tot:,.0f} cycles in all ({tot / gpu.chip.sm_clock_mhz:.2f} us)")
+        _print_reports(reports, gpu)
         for k, e, o in checks:
             print(f"output {k}: {'matches' if o else 'DOES NOT MATCH'} the numpy reference (max abs error {e:.3g})")
+    _write_pages(a, reports, gpu)
+    return 0 if ok else 1
+
+
+def _print_reports(reports, gpu) -> None:
+    for r in reports:
+        print(r)
+        print()
+    if len(reports) > 1:
+        tot = sum(r.cycles for r in reports)
+        print(f"{len(reports)} kernels, {tot:,.0f} cycles in all ({tot / gpu.chip.sm_clock_mhz:.2f} us)")
+
+
+def _write_pages(a: argparse.Namespace, reports, gpu) -> None:
+    """``--html`` / ``--trace``: the timeline page and the Chrome trace of the reports."""
     if a.html:
         from .viz import write_html
         write_html(reports, a.html, gpu)
@@ -66,7 +78,71 @@ def cmd_run(a: argparse.Namespace) -> int:
         from .viz import write_chrome_trace
         write_chrome_trace(reports, a.trace)
         print(f"wrote {a.trace}", file=sys.stderr)
-    return 0 if ok else 1
+
+
+def _defines_launch(path: str) -> bool:
+    """Whether a file defines (or imports) ``launch`` at its top level; True when it cannot be parsed (the import
+    then reports the error with its line)."""
+    import ast
+    try:
+        tree = ast.parse(open(path, encoding="utf-8").read(), filename=path)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return True
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "launch":
+            return True
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "launch" for t in n.targets):
+            return True
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and any((x.asname or x.name) == "launch" for x in n.names):
+            return True
+    return False
+
+
+def _run_script(a: argparse.Namespace, gpu, raw_params: dict) -> int:
+    """A file without ``launch()``: run it as a script (``__main__``), as ``python FILE`` would on a GPU machine,
+    with ``import triton`` / ``from numba import cuda`` giving gpusim's front ends, and print a report for every
+    kernel it launches (simulated on ``gpu``)."""
+    import contextlib
+    import runpy
+    from .api import session
+    from .bench import triton_is_gpusim
+    from .cuda.stand_in import numba_cuda_is_gpusim
+    from .errors import KernelFileError
+    from .triton.runtime import driver
+    if raw_params:
+        raise UsageError(f"-p {next(iter(raw_params))}: {a.file} has no launch() function to take parameters "
+                         "(it runs as a script)")
+    if not os.path.isfile(a.file):
+        load_kernel_file(a.file)                       # its message for a missing file / a directory
+    old_argv, old_gpu = sys.argv, driver.active._gpu
+    out = sys.stderr if a.json else sys.stdout          # the script's own prints keep --json parseable
+    try:
+        sys.argv = [a.file]
+        driver.active.set_gpu(gpu)
+        with session(gpu, record_timeline=bool(a.html or a.trace), exact=a.exact) as s, \
+                contextlib.redirect_stdout(out), _UserCode(a.file), compilers.use(a.compiler), \
+                numba_cuda_is_gpusim(), triton_is_gpusim():
+            try:
+                runpy.run_path(a.file, run_name="__main__")
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    raise KernelFileError(f"{a.file}: the script exited with status {e.code}") from None
+    finally:
+        sys.argv = old_argv
+        driver.active.set_gpu(old_gpu)
+    reports = s.reports
+    if not reports:
+        raise KernelFileError(f"{a.file}: defines no launch() function and launched no kernel when run as a script "
+                              "(see kernels/README.md for the convention)")
+    if a.json:
+        print(json.dumps({"file": a.file, "ran_as_script": True, "reports": [r.to_dict() for r in reports]},
+                         indent=1, default=str))
+    else:
+        print(f"{a.file} ran as a script (it has no launch()): {len(reports)} kernel launch"
+              f"{'es' if len(reports) > 1 else ''} simulated on {gpu.chip.name}\n")
+        _print_reports(reports, gpu)
+    _write_pages(a, reports, gpu)
+    return 0
 
 
 def cmd_gpus(a: argparse.Namespace) -> int:
@@ -103,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true",
                    help="on an error, also print the Python traceback (or set GPUSIM_DEBUG=1)")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-    r = sub.add_parser("run", help="simulate the launch() of a kernel file and print its report")
+    r = sub.add_parser("run", help="simulate the launch() of a kernel file and print its report (a file without "
+                                   "launch(): run it as a script and report every kernel it launches)")
     r.add_argument("file")
     r.add_argument("--gpu", default="h100", help="preset name (gpusim gpus) or a .toml config file; several, "
                                                  "comma-separated (h100,h200,a100), print side by side")

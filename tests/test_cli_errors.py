@@ -148,7 +148,48 @@ def test_exception_in_library_called_from_launch_names_the_users_line(tmp_path):
 def test_missing_kernel_file_and_no_launch(tmp_path):
     user_error(run_cli(tmp_path, "run", "nosuch.py"), "nosuch.py", "does not exist")
     f = write(tmp_path, "nolaunch.py", "x = 1\n")
-    user_error(run_cli(tmp_path, "run", f), "nolaunch.py", "no launch()")
+    user_error(run_cli(tmp_path, "run", f), "nolaunch.py", "no launch()", "launched no kernel")
+
+
+SCRIPT_TRITON = '''\
+import numpy as np
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+if __name__ == "__main__":
+    n = 5000
+    x, y = np.ones(n, np.float32), np.full(n, 2.0, np.float32)
+    out = np.zeros(n, np.float32)
+    for _ in range(2):
+        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    print("max", out.max())
+'''
+
+
+def test_a_file_without_launch_runs_as_a_script_and_reports_each_launch(tmp_path):
+    """A Triton script as its author wrote it (``import triton``, a ``__main__`` block, no launch()): run as a
+    script with gpusim standing in for triton, a report per launch."""
+    f = write(tmp_path, "script.py", SCRIPT_TRITON)
+    r = run_cli(tmp_path, "run", f)
+    assert r.returncode == 0, r.stderr
+    assert "max 3.0" in r.stdout                                   # the script's own output
+    assert "ran as a script (it has no launch()): 2 kernel launches simulated" in r.stdout
+    assert r.stdout.count("kernel add_kernel on NVIDIA H100") == 2 and "2 kernels," in r.stdout
+    j = run_cli(tmp_path, "run", f, "--json")
+    import json
+    payload = json.loads(j.stdout)                                 # the script's prints went to stderr
+    assert payload["ran_as_script"] and len(payload["reports"]) == 2 and "max 3.0" in j.stderr
+    user_error(run_cli(tmp_path, "run", f, "-p", "n=3"), "-p n", "no launch() function to take parameters")
+    bad = write(tmp_path, "boom.py", SCRIPT_TRITON.replace('print("max", out.max())', 'raise ValueError("boom")'))
+    user_error(run_cli(tmp_path, "run", bad), "boom.py:", "boom")
 
 
 def test_kernel_error_format_is_kept(tmp_path):

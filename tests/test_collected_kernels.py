@@ -62,3 +62,32 @@ def test_cli_runs_numba_examples_with_numba_installed_and_no_driver(stem, params
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "matches the numpy reference" in r.stdout and "differs" not in r.stdout
+
+
+def test_cli_runs_a_numba_script_without_launch_as_its_author_wrote_it(tmp_path):
+    """numba's documentation example as a script (``from numba import cuda``, host code in ``__main__``, no
+    launch()): ``gpusim run`` runs it with gpusim.cuda for numba.cuda and reports both launches."""
+    import ctypes.util
+    import subprocess
+    import sys
+    pytest.importorskip("numba")
+    if ctypes.util.find_library("cuda") is not None:
+        pytest.skip("a CUDA driver is present: the real numba-cuda runs this file")
+    script = tmp_path / "increment.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from numba import cuda\n\n\n"
+        "@cuda.jit\n"
+        "def increment_by_one(an_array):\n"
+        "    pos = cuda.grid(1)\n"
+        "    if pos < an_array.size:\n"
+        "        an_array[pos] += 1\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    d = cuda.to_device(np.zeros(100000, np.float32))\n"
+        "    increment_by_one[(100000 + 255) // 256, 256](d)\n"
+        "    increment_by_one[(100000 + 255) // 256, 256](d)\n"
+        "    print('sum', d.copy_to_host().sum())\n")
+    r = subprocess.run([sys.executable, "-m", "gpusim.cli", "run", str(script)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "sum 200000.0" in r.stdout and r.stdout.count("kernel increment_by_one on NVIDIA H100") == 2
