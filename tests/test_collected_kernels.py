@@ -91,3 +91,22 @@ def test_cli_runs_a_numba_script_without_launch_as_its_author_wrote_it(tmp_path)
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "sum 200000.0" in r.stdout and r.stdout.count("kernel increment_by_one on NVIDIA H100") == 2
+
+
+def test_without_numba_a_stand_in_numba_module_serves_numba_cuda(monkeypatch):
+    """A file written for numba-cuda imports on a host without numba: ``from numba import cuda, float32`` gets
+    gpusim.cuda and its types while the file runs, and nothing of the stand-in stays behind."""
+    import importlib.util
+    import sys
+    from gpusim.cuda import stand_in
+    import gpusim.cuda as gcuda
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "numba" else real(n, *a))
+    for k in [k for k in sys.modules if k == "numba" or k.startswith("numba.")]:
+        monkeypatch.delitem(sys.modules, k)
+    monkeypatch.setattr(stand_in.ctypes.util, "find_library", lambda name: None)
+    with stand_in.numba_cuda_is_gpusim():
+        from numba import cuda, float32
+        import numba
+        assert cuda is gcuda and float32 is gcuda.types.float32 and numba.types is gcuda.types
+    assert "numba" not in sys.modules

@@ -11,12 +11,45 @@ _NUMBA_CUDA_MODULES = ("numba.cuda", "numba.cuda.random", "numba.cuda.types", "n
 
 
 @contextlib.contextmanager
+def _numba_shim():
+    """Without numba installed: a ``numba`` module holding ``cuda`` (gpusim.cuda), ``types`` and numba's scalar
+    type names, so ``from numba import cuda, float32`` in a file written for numba-cuda imports; its CPU compilers
+    (``njit`` ...) are not there (an ImportError / AttributeError naming them)."""
+    import types as _t
+    from .. import cuda as gcuda
+    shim = _t.ModuleType("numba")
+    shim.__doc__ = "gpusim's stand-in for numba (numba is not installed): numba.cuda is gpusim.cuda"
+    shim.cuda, shim.types = gcuda, gcuda.types
+    for name in dir(gcuda.types):
+        v = getattr(gcuda.types, name)
+        if not name.startswith("_") and not isinstance(v, _t.ModuleType) and not hasattr(shim, name):
+            setattr(shim, name, v)
+    mods = {"numba": shim, "numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
+            "numba.cuda.cg": gcuda.cg, "numba.types": gcuda.types}
+    saved = {k: sys.modules.get(k) for k in mods}
+    sys.modules.update(mods)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
+@contextlib.contextmanager
 def numba_cuda_is_gpusim():
     """Without a CUDA driver, numba-cuda's host API (``cuda.to_device``, ``create_xoroshiro128p_states``, eager
     signatures) cannot run, so a kernel file's ``from numba import cuda`` gets ``gpusim.cuda`` while it is imported,
-    as ``NUMBA_ENABLE_CUDASIM=1`` hands it numba's own simulator.  With a driver, or without numba, nothing changes."""
-    if ctypes.util.find_library("cuda") is not None or importlib.util.find_spec("numba") is None:
+    as ``NUMBA_ENABLE_CUDASIM=1`` hands it numba's own simulator.  Without numba, a stand-in ``numba`` module does
+    the same (``_numba_shim``); with a driver, nothing changes."""
+    if ctypes.util.find_library("cuda") is not None:
         yield
+        return
+    if importlib.util.find_spec("numba") is None:
+        with _numba_shim():
+            yield
         return
     import numba
     from .. import cuda as gcuda
