@@ -672,6 +672,42 @@ def test_the_rest_of_libdevice_directed_rounding_conversions_bits_and_special_fu
         libdevice_more[(1,)](x.astype(np.float64), y, i, f, u, N=N)
 
 
+@triton.jit
+def inline_asm_kernel(x_ptr, y_ptr, i_ptr, N: tl.constexpr, ASM: tl.constexpr):
+    o = tl.arange(0, N)
+    x = tl.load(x_ptr + o)
+    t = tl.inline_asm_elementwise(ASM, "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(y_ptr + o, t)
+    a = tl.load(i_ptr + o)
+    r = tl.inline_asm_elementwise("shf.l.wrap.b32 $0, $1, $2, $3;", "=r,r,r,r", [a, a, a], dtype=tl.int32,
+                                  is_pure=True, pack=1)
+    tl.store(i_ptr + N + o, r)
+    tl.store(i_ptr + 2 * N + o, ld.sad(a, a + 3, a))                # a three-operand libdevice function
+
+
+def test_inline_asm_of_one_ptx_instruction_runs_and_costs_that_instruction():
+    """The inline assembly public kernels write for a hardware approximation (tanh.approx.f32) or a funnel shift,
+    executed from the operands' bits; other assembly is refused with its text."""
+    from gpusim.errors import UnsupportedConstruct
+    N = 64
+    x = RNG.standard_normal(N).astype(np.float32)
+    y = np.zeros(N, np.float32)
+    i = np.zeros(3 * N, np.int32)
+    i[:N] = np.arange(N) * 123457 - 1000000
+    tr = trace_launch(inline_asm_kernel, (1,), [x, y, i], dict(N=N, ASM="tanh.approx.f32 $0, $1;"))
+    np.testing.assert_allclose(y, np.tanh(x), rtol=1e-6)
+    a = i[:N].view(np.uint32).astype(np.uint64)
+    np.testing.assert_array_equal(i[N:2 * N].view(np.uint32),
+                                  (((((a << 32) | a) << (a & 31)) >> 32) & 0xFFFFFFFF).astype(np.uint32))
+    np.testing.assert_array_equal(i[2 * N:], 3 + i[:N])
+    mufu = [o for o in tr.tables[0].ops if o.label == "MUFU.TANH"]
+    assert len(mufu) == 1 and mufu[0].n_inst == 1 and mufu[0].pipe.key == "sfu"     # one MUFU per element
+    for bad, why in (("tanh.approx.f32 $0, $1; ex2.approx.f32 $0, $0;", "one PTX instruction"),
+                     ("cvt.rn.bf16x2.f32 $0, $1;", "not in gpusim's table")):
+        with pytest.raises(UnsupportedConstruct, match=why):
+            trace_launch(inline_asm_kernel, (1,), [x, y, i], dict(N=N, ASM=bad))
+
+
 def test_libdevice_rejects_fp16():
     from gpusim.triton.language.extra import libdevice
 

@@ -294,6 +294,15 @@ def integer_promote(a: dtype, b: dtype) -> dtype:
     return b if b.primitive_bitwidth >= a.primitive_bitwidth else a
 
 
+def broadcast_many(shapes) -> tuple:
+    """The broadcast of several shapes (``broadcast_shapes`` pairwise)."""
+    shapes = list(shapes)
+    out = shapes[0]
+    for sh in shapes[1:]:
+        out = broadcast_shapes(out, sh)
+    return out
+
+
 def broadcast_shapes(sa, sb):
     ra, rb = len(sa), len(sb)
     if ra == 0:

@@ -243,7 +243,7 @@ def _typed(name, f, kinds, out=None, nargs=1):
             if x.dtype.name not in kinds:
                 fail(CompileError, f"libdevice.{name}: no libdevice function for {x.dtype.name} arguments "
                                    f"({' or '.join(kinds)})")
-        shape = C.broadcast_shapes(*[x.shape for x in xs]) if nargs > 1 else xs[0].shape
+        shape = C.broadcast_many(x.shape for x in xs)
         dt = out or xs[0].dtype
         with np.errstate(all="ignore"):
             v = f(*[vshape(x, shape) for x in xs])

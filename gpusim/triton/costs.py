@@ -188,6 +188,16 @@ LIBDEVICE.update({"int2double_rn": [(SFU, 1, "I2F.F64")], "uint2double_rn": [(SF
                   "scalbn": [(FP32, 2, "FMUL"), (INT, 4, "SHF+IADD3+ISETP+SEL")],
                   "rsqrt_rn": [(SFU, 1, "MUFU.RSQ"), (FP32, 5, "FFMA"), (INT, 2, "FSETP")],
                   "rcp64h": [(SFU, 1, "MUFU.RCP64H")]})
+# tl.inline_asm_elementwise: the one PTX instruction (_ops_asm), as the SASS it becomes
+for _op in ("tanh", "ex2", "lg2", "rcp", "rsqrt", "sqrt", "sin", "cos"):
+    for _ftz in ("", ".ftz"):
+        LIBDEVICE[f"asm.{_op}.approx{_ftz}.f32"] = [(SFU, 1, f"MUFU.{_op.upper()}")]
+for _op in ("add.f32", "sub.f32", "mul.f32", "fma.rn.f32", "mul.lo.s32", "mul.lo.u32", "mul.hi.u32", "mul.hi.s32"):
+    LIBDEVICE[f"asm.{_op}"] = [(FP32, 1, "FFMA" if _op.endswith("f32") else "IMAD")]
+for _op in ("max.f32", "min.f32", "abs.f32", "neg.f32", "mov.b32", "and.b32", "or.b32", "xor.b32", "not.b32",
+            "shl.b32", "shr.u32", "shr.s32", "add.s32", "sub.s32", "shf.l.wrap.b32", "shf.r.wrap.b32"):
+    LIBDEVICE[f"asm.{_op}"] = [(INT, 1, _op.split(".")[0].upper())]
+LIBDEVICE["asm.popc.b32"] = [(SFU, 1, "POPC")]
 LIBDEVICE_DEFAULT = [(FP32, 12, "FFMA (estimate)"), (INT, 8, "FSETP+FSEL (estimate)"), (SFU, 1, "MUFU (estimate)")]
 LIBDEVICE_NO_FP64 = ("floor", "ceil", "trunc", "rint", "round", "nearbyint")
 DIV_RCP = [(SFU, 1, "MUFU.RCP"), (INT, 2, "FSETP"), (FP32, 2, "FMUL")]

@@ -19,6 +19,7 @@ from . import _ops_math
 from . import _ops_memory
 from . import _ops_reduce
 from . import _ops_sort
+from . import _ops_asm
 from . import _ops_tile
 from ._core import tensor
 from ._dtypes import (bfloat16, block_type, constexpr, dtype, float16, float32, float64, int1, int8, int16, int32,
@@ -158,6 +159,7 @@ reduce = _ops_reduce.reduce
 cumsum = _ops_reduce.cumsum
 cumprod = _ops_reduce.cumprod
 associative_scan = _ops_reduce.associative_scan
+inline_asm_elementwise = _ops_asm.inline_asm_elementwise
 sort = _ops_sort.sort
 topk = _ops_sort.topk
 bitonic_merge = _ops_sort.bitonic_merge
