@@ -1,5 +1,6 @@
 """gpusim.cuda: what SIMT kernels compute — control flow under masks, numba typing, atomics, shared/local
 memory, device functions, grids, the DeviceNDArray API, and the errors bad kernels and launches raise."""
+import cmath
 import math
 
 import numpy as np
@@ -858,6 +859,73 @@ def test_fp16_intrinsics_round_once_to_half():
     np.testing.assert_array_equal(r[:, 3], np.where(x > y, (f[0] / f[1]).astype(np.float16), np.abs(z)))
     with pytest.raises(CompileError, match=r"cuda.fp16.hadd for \(float32, float32\)") as ei:
         run(k_fp16_f32, 1, 32, np.zeros(32, np.float16), np.zeros(32, np.float32))
+    assert "test_cuda_semantics.py:" in str(ei.value)
+
+
+@cuda.jit(device=True)
+def _mandel(x, y, max_iters):
+    c = complex(x, y)
+    z = 0.0j
+    for i in range(max_iters):
+        z = z * z + c
+        if (z.real * z.real + z.imag * z.imag) >= 4:
+            return i
+    return max_iters
+
+
+@cuda.jit
+def k_mandel(image, iters):
+    x, y = cuda.grid(2)
+    if y < image.shape[0] and x < image.shape[1]:
+        image[y, x] = _mandel(-2.0 + x * 3.0 / image.shape[1], -1.0 + y * 2.0 / image.shape[0], iters)
+
+
+@cuda.jit
+def k_complex(z, w, out, zo):
+    i = cuda.grid(1)
+    v = z[i] * w + 1j
+    out[i, 0] = abs(v)
+    out[i, 1] = v.imag + z[i].conjugate().imag
+    out[i, 2] = cmath.phase(z[i])
+    out[i, 3] = cmath.exp(z[i]).real
+    zo[i] = v / z[i]
+
+
+@cuda.jit
+def k_complex_bad(z, out):
+    i = cuda.grid(1)
+    out[i] = z[i]
+
+
+def test_complex_numbers_as_numba_types_them_mandelbrot_included():
+    image = np.zeros((24, 32), np.uint8)
+    run(k_mandel, (4, 3), (8, 8), image, 20)
+    ref = np.zeros_like(image)
+    for yy in range(24):
+        for xx in range(32):
+            c = complex(-2.0 + xx * 3.0 / 32, -1.0 + yy * 2.0 / 24)
+            z, n = 0j, 20
+            for i in range(20):
+                z = z * z + c
+                if z.real * z.real + z.imag * z.imag >= 4:
+                    n = i
+                    break
+            ref[yy, xx] = n
+    np.testing.assert_array_equal(image, ref)
+    assert (ref > 0).any() and (ref < 20).any()
+    rng = np.random.default_rng(3)
+    z = (rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(np.complex64)
+    w = 0.5 - 0.25j
+    out, zo = np.zeros((64, 4), np.float32), np.zeros(64, np.complex128)
+    run(k_complex, 2, 32, z, w, out, zo)
+    v = z.astype(np.complex128) * w + 1j                   # complex64 * complex128 -> complex128 (numba)
+    np.testing.assert_allclose(out[:, 0], np.abs(v), rtol=1e-6)
+    np.testing.assert_allclose(out[:, 1], v.imag - z.imag, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out[:, 2], np.angle(z), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out[:, 3], np.exp(z).real, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(zo, v / z.astype(np.complex128), rtol=1e-6)
+    with pytest.raises(CompileError, match="complex value cannot be stored") as ei:
+        run(k_complex_bad, 1, 32, z[:32], np.zeros(32, np.float32))
     assert "test_cuda_semantics.py:" in str(ei.value)
 
 

@@ -24,7 +24,7 @@ What runs in kernels: ``cuda.grid/gridsize/threadIdx/blockIdx/blockDim/gridDim/l
 ``cuda.const.array_like``, ``cuda.syncthreads`` (+ ``_count/_and/_or``), ``cuda.syncwarp``, ``threadfence``,
 ``cuda.atomic.add/sub/max/min/exch/cas/compare_and_swap/and_/or_/xor/inc/dec/nanmax/nanmin``, warp
 shuffles, votes and matches (``eq_sync``, ``match_any_sync``, ``match_all_sync``, ``lanemask_lt``), ``selp``,
-``popc/brev/clz/ffs/fma/cbrt``, ``cuda.fp16.h*``, ``math.*`` (``frexp``/``modf`` return their pairs), numpy scalar types and math ufuncs,
+``popc/brev/clz/ffs/fma/cbrt``, ``cuda.fp16.h*``, complex numbers and ``cmath.*``, ``math.*`` (``frexp``/``modf`` return their pairs), numpy scalar types and math ufuncs,
 ``min/max/abs/int/float/bool/len/round/pow``, ``range`` loops, ``while``, ``if/elif/else``, ``break``,
 ``continue``, ``return``, ternaries, ``and/or/not``, tuples, device functions (``@cuda.jit(device=True)``,
 inlined).  ``print`` is accepted and prints nothing; ``assert`` is ignored (as numba does without debug).

@@ -134,6 +134,18 @@ _FP16: dict = {
 }
 FP16_FUNCTIONS = frozenset(_FP16)
 
+#: ``cmath`` functions: name -> (arguments, numpy body, result: complex / real / bool / pair)
+_CMATH: dict = {
+    **{n: (1, getattr(np, m), "complex") for n, m in (
+        ("exp", "exp"), ("log", "log"), ("log10", "log10"), ("sqrt", "sqrt"), ("sin", "sin"), ("cos", "cos"),
+        ("tan", "tan"), ("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"), ("sinh", "sinh"),
+        ("cosh", "cosh"), ("tanh", "tanh"), ("asinh", "arcsinh"), ("acosh", "arccosh"), ("atanh", "arctanh"))},
+    "phase": (1, np.angle, "real"), "polar": (1, lambda z: (np.abs(z), np.angle(z)), "pair"),
+    "rect": (2, lambda r, phi: r * np.cos(phi) + 1j * r * np.sin(phi), "complex"),
+    "isnan": (1, np.isnan, "bool"), "isinf": (1, np.isinf, "bool"), "isfinite": (1, np.isfinite, "bool"),
+}
+CMATH_FUNCTIONS = frozenset(_CMATH)
+
 
 #: numba's (``operator`` module's) names of the bitwise operators, for messages
 _NUMBA_OP = {"bitand": "and_", "bitor": "or_", "bitxor": "xor", "lshift": "lshift", "rshift": "rshift"}
@@ -185,6 +197,9 @@ class Arith:
         a = self._val(a, line)
         b = self._val(b, line)
         ta, tb = a.v.dtype, b.v.dtype
+        if (ta.kind == "c" or tb.kind == "c") and op not in ("add", "sub", "mul", "truediv", "pow"):
+            raise self._err(CompileError, f"No implementation of function {_NUMBA_OP.get(op, op)}({ta}, {tb}): "
+                            "complex numbers take + - * / ** only (numba)", line)
         if op in ("bitand", "bitor", "bitxor") and ta == BOOL and tb == BOOL:
             ct = BOOL
         elif op == "truediv" and ta.kind in "iub" and tb.kind in "iub":
@@ -221,7 +236,8 @@ class Arith:
         x = self._val(x, line)
         y = self._val(y, line)
         z = self._val(z, line)
-        if x.const and y.const or not self.recording or self.mask is EMPTY:
+        if x.const and y.const or not self.recording or self.mask is EMPTY or \
+                "c" in (x.v.dtype.kind, y.v.dtype.kind, z.v.dtype.kind):
             p = self._nr(self.binop, "mul", x, y, line)
             if sub:
                 return self.binop("sub", z, p, line) if zfirst else self.binop("sub", p, z, line)
@@ -313,6 +329,9 @@ class Arith:
         a = self._val(a, line)
         b = self._val(b, line)
         ta, tb = a.v.dtype, b.v.dtype
+        if (ta.kind == "c" or tb.kind == "c") and op not in ("eq", "ne"):
+            raise self._err(CompileError, f"No implementation of function {op}({ta}, {tb}): complex numbers are not "
+                            "ordered (numba)", line)
         ct = BOOL if (ta == BOOL and tb == BOOL) else arith_type(ta, tb)
         cst = a.const and b.const
         rec = self.recording and not cst and self.mask is not EMPTY
@@ -435,7 +454,7 @@ class Arith:
         r = _fix(np.abs(x))
         n0 = len(self.ops)
         if self.recording and not a.const and self.mask is not EMPTY:
-            self._rec(("abs", _cost_dtype(r.dtype)), line, a.deps)
+            self._rec(("abs", _cost_dtype(t if t.kind == "c" else r.dtype)), line, a.deps)
         return V(r, self._out(a.deps, n0), a.const)
 
     def builtin_round(self, a, nd, line) -> V:
@@ -514,6 +533,12 @@ class Arith:
             r = fn(*[np.asarray(v.v, np.float64) for v in vs])
         r = np.asarray(r)
         r = r.astype(BOOL) if r.dtype == np.bool_ else r.astype(np.float16)
+        cst, out = self._recorded(vs, key, line)
+        return V(_fix(r if r.ndim else r[()]), out, cst)
+
+    def _recorded(self, vs, key, line):
+        """Record ``key``'s instructions for a result computed from ``vs`` (unless all are constants): (whether
+        the result is a constant, its scoreboard deps)."""
         cst = all(v.const for v in vs)
         deps = ()
         for v in vs:
@@ -521,7 +546,55 @@ class Arith:
         n0 = len(self.ops)
         if self.recording and not cst and self.mask is not EMPTY:
             self._rec(key, line, deps)
-        return V(_fix(r if r.ndim else r[()]), self._out(deps, n0), cst)
+        return cst, self._out(deps, n0)
+
+    def make_complex(self, args, line) -> V:
+        """``complex(re[, im])``: numba's complex128 from numbers (a complex argument is kept as it is)."""
+        vs = [self._val(a, line) for a in args]
+        if any(np.asarray(v.v).dtype.kind == "c" for v in vs) and len(vs) > 1:
+            raise self._err(CompileError, "complex(re, im) of complex parts (numba takes real numbers)", line)
+        re_ = vs[0].v
+        im = vs[1].v if len(vs) > 1 else 0.0
+        r = (np.asarray(re_, np.complex128) + 1j * np.asarray(im, np.float64)) if np.asarray(re_).dtype.kind != "c" \
+            else np.asarray(re_, np.complex128)
+        cst = all(v.const for v in vs)
+        deps = ()
+        for v in vs:
+            deps = _union(deps, v.deps)
+        return V(_fix(r if r.ndim else np.complex128(r)), deps, cst)      # the pair of registers: no instruction
+
+    def complex_part(self, obj: V, name: str, line) -> V:
+        """``z.real`` / ``z.imag`` of a complex value (its registers' halves: no instruction)."""
+        v = np.real(obj.v) if name == "real" else np.imag(obj.v)
+        return V(_fix(np.asarray(v) if np.ndim(v) else v.dtype.type(v) if hasattr(v, "dtype") else v), obj.deps,
+                 obj.const)
+
+    def conjugate(self, obj: V, line) -> V:
+        n0 = len(self.ops)
+        if self.recording and not obj.const and self.mask is not EMPTY:
+            self._rec(("neg", _cost_dtype(np.dtype(np.float32 if obj.v.dtype.itemsize == 8 else np.float64))), line,
+                      obj.deps)
+        return V(_fix(np.conj(obj.v)), self._out(obj.deps, n0), obj.const)
+
+    def cmath(self, fn, args, line):
+        """``cmath.*``: complex functions numba-cuda compiles (``CMATH_FUNCTIONS``); results in complex128 unless
+        the argument is complex64."""
+        nargs, f, ret = self._function_spec(_CMATH, "cmath", fn, args, line)
+        vs = [self._val(a, line) for a in args]
+        t0 = np.asarray(vs[0].v).dtype
+        ct = np.dtype(np.complex64) if t0 in (np.dtype(np.complex64), np.dtype(np.float32)) else np.dtype(np.complex128)
+        xs = [np.asarray(v.v, np.float64) if fn == "rect" else np.asarray(v.v).astype(ct) for v in vs]
+        with np.errstate(all="ignore"):
+            r = f(*xs)
+        cst, out = self._recorded(vs, ("cmath", ct.name), line)
+        real_t = np.float32 if ct == np.complex64 else np.float64
+        if ret == "pair":
+            return tuple(V(_fix(np.asarray(p, real_t)), out, cst) for p in r)
+        if ret == "bool":
+            return V(_fix(np.asarray(r, BOOL)), out, cst)
+        if ret == "real":
+            return V(_fix(np.asarray(r, real_t)), out, cst)
+        return V(_fix(np.asarray(r, ct)), out, cst)
 
     def intrinsic(self, name, args, line) -> V:
         vs = [self._val(a, line) for a in args]

@@ -395,6 +395,21 @@ COSTS[("cg_this_grid",)] = [(UNIFORM, 2, "S2UR+UMOV (grid handle)")]
 COSTS[("grid_sync_call",)] = [(INT, 6, "CALL+ISETP+BRA (cudaCGSynchronize)"), (LSU, 1, "FENCE (grid sync)")]
 COSTS[("grid_sync",)] = [(BRANCH, 2, "BAR.SYNC x2 + grid barrier (ATOM.E.ADD, spin LD.E.STRONG.GPU)")]
 COSTS[("warp_shuffle",)] = [(LSU, 1, "SHFL")]
+# complex numbers (numba lowers them to pairs of floats): per operation, the float instructions on the pair
+for _ct, _p, _pre in (("complex64", FP32, "F"), ("complex128", FP64, "D")):
+    COSTS[("add", _ct)] = COSTS[("sub", _ct)] = [(_p, 2, _pre + "ADD")]
+    COSTS[("neg", _ct)] = [(_p, 2, _pre + "ADD")]
+    COSTS[("mul", _ct)] = [(_p, 4, _pre + "MUL+" + _pre + "FMA")]
+    COSTS[("truediv", _ct)] = [(_p, 11, _pre + "FMA"), (SFU, 1, "MUFU.RCP"), (INT, 4, "FSETP+FSEL")]
+    COSTS[("pow", _ct)] = [(_p, 70, _pre + "FMA"), (SFU, 6, "MUFU"), (INT, 20, "FSETP+FSEL"), (BRANCH, 4, "BRA")]
+    COSTS[("abs", _ct)] = [(_p, 8, _pre + "FMA"), (SFU, 1, "MUFU.RSQ"), (INT, 3, "FSETP+FSEL")]
+    COSTS[("cmp", _ct)] = [(INT, 3, "FSETP+PLOP3")]
+    COSTS[("cmath", _ct)] = [(_p, 40, _pre + "FMA"), (SFU, 3, "MUFU"), (INT, 12, "FSETP+FSEL"), (BRANCH, 2, "BRA")]
+# conversions to and from complex: the real part converted, the imaginary part set (or dropped)
+for _src in ("f16", "f32", "f64", "i32", "i64", "u32", "u64", "b", "c64", "c128"):
+    for _dst in ("c64", "c128"):
+        if _src != _dst:
+            COSTS[("cvt", _src, _dst)] = [(FP64 if "64" in _src + _dst or "128" in _src + _dst else FP32, 2, "F2F")]
 COSTS[("warp_vote",)] = [(INT, 1, "VOTE")]
 COSTS[("warp_match",)] = [(LSU, 1, "MATCH")]                 # match.any/all.sync: compares through the shuffle unit
 COSTS[("sreg", "lanemask_lt")] = [(LSU, 1, "S2R")]          # %lanemask_lt

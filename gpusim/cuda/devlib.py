@@ -196,6 +196,8 @@ class DeviceLibrary:
         if isinstance(obj, (ArrayRef, SubArray)) and name == "sum" and not args:
             return self.array_sum(obj, line)
         if type(obj) is V and name == "conjugate" and not args:
+            if np.asarray(obj.v).dtype.kind == "c":
+                return self.conjugate(obj, line)
             return obj                           # of a real number: itself
         what = "an array" if isinstance(obj, (ArrayRef, SubArray)) else \
             ("a number" if type(obj) is V else type(obj).__name__)

@@ -97,6 +97,8 @@ class Indexing:
                 return const(obj.dtype.itemsize)
             raise self._err(UnsupportedConstruct, f"array attribute .{name}", line)
         if type(obj) is V:
+            if name in ("real", "imag") and np.asarray(obj.v).dtype.kind == "c":
+                return self.complex_part(obj, name, line)
             if name == "real":
                 return obj
             if name == "imag":                   # a real number's imaginary part: 0 of its type (numba)

@@ -132,12 +132,14 @@ def _wrap_arg(ck, name, a):
         return R.V(np.int64(a) if isinstance(a, int) else a, (), False)
     if isinstance(a, (float, np.floating)):
         return R.V(np.float64(a) if isinstance(a, float) else a, (), False)
+    if isinstance(a, (complex, np.complexfloating)):
+        return R.V(np.complex128(a) if isinstance(a, complex) else a, (), False)
     if isinstance(a, tuple):
         return tuple(_wrap_arg(ck, f"{name}[{i}]", x) for i, x in enumerate(a))
     st = as_device_storage(a)
     if st is None:
         raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: unsupported type {type(a).__name__}")
-    if st.dtype.kind not in "biuf" and st.dtype != _RNG_DTYPE:
+    if st.dtype.kind not in "biufc" and st.dtype != _RNG_DTYPE:
         raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: dtype {st.dtype} is not supported"
                           + (" (record arrays: only the cuda.random generator states)" if st.dtype.names else ""))
     return R.GlobalArray(name, st, ADDRESS_SPACE.address_of(st))

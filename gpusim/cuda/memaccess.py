@@ -189,6 +189,10 @@ class MemoryAccess:
             raise self._err(CompileError, f"array {arr.name!r} is a constant (global) array and cannot be "
                             "written", line)
         value = self._val(value, line)
+        if value.v.dtype.kind == "c" and arr.dtype.kind != "c":
+            raise self._err(CompileError, f"No implementation of function setitem(array({arr.dtype}), ..., "
+                            f"{value.v.dtype}): a complex value cannot be stored into {arr.name!r} of {arr.dtype} "
+                            "(numba; store .real or .imag)", line)
         flat, deps, runtime, nwrap = self._index(arr, idx, line, True)
         vv = value.v
         rec = self.recording

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from .analysis import _contains
 from . import types as _nbtypes
-from .arith import FP16_FUNCTIONS, MATH_FUNCTIONS
+from .arith import CMATH_FUNCTIONS, FP16_FUNCTIONS, MATH_FUNCTIONS
 from .values import const
 
 _BUILTINS = {range: "range", min: "min", max: "max", abs: "abs", int: "int", float: "float", bool: "bool",
@@ -105,6 +105,8 @@ def classify(obj):
             return ("cuda", ())
         if n == "math":
             return ("math", obj)
+        if n == "cmath":
+            return ("cmath", obj)
         if n == "numpy":
             return ("np", obj)
         if n == "numba" or n.startswith("numba.") and ("types" in n) or n == "gpusim.cuda.types":
@@ -211,6 +213,10 @@ class StaticResolver:
                 raise self.compile_error(f"Unknown attribute {attr!r} of type Dim3 (cuda.{'.'.join(path)}: only "
                                          ".x, .y and .z)", node)
             raise self.unsupported(f"cuda.{'.'.join(path)}", node)
+        if kind == "cmath":
+            if attr not in CMATH_FUNCTIONS:
+                raise self.unsupported(f"cmath.{attr}", node)
+            return ("cmathfn", attr)
         if kind in ("math", "np", "numba"):
             mod = tag[1]
             if kind == "numba" and attr == "cuda":

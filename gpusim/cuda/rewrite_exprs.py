@@ -70,7 +70,7 @@ class ExpressionRewriter:
             return self.value_of(self.static(n), n)
         if t is ast.Constant:
             v = n.value
-            if isinstance(v, (bool, int, float)):
+            if isinstance(v, (bool, int, float, complex)):
                 return self.k(const(v))
             if v is None:
                 return _c(None)
@@ -321,6 +321,8 @@ class ExpressionRewriter:
         args = [self.expr(a) for a in n.args]
         if kind == "mathfn":
             return _rt("math", _c(tag[1]), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
+        if kind == "cmathfn":
+            return _rt("cmath", _c(tag[1]), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
         if kind == "dtype":
             if not args:
                 return self.k(const(tag[1].type(0)))
@@ -335,6 +337,8 @@ class ExpressionRewriter:
                 return _rt("minmax", _c(b), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
             if b == "divmod" and len(args) == 2:
                 return _rt("builtin_divmod", args[0], args[1], _c(line))
+            if b == "complex" and len(args) in (1, 2):
+                return _rt("make_complex", ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
             if len(args) != 1 and b not in ("round", "pow"):
                 raise self.compile_error(f"{b}() takes one argument here", n)
             if b == "abs":

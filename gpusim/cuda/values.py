@@ -117,6 +117,8 @@ def const(x) -> V:
         return V(np.int64(x), (), True)
     if isinstance(x, float):
         return V(np.float64(x), (), True)
+    if isinstance(x, complex):
+        return V(np.complex128(x), (), True)
     if isinstance(x, np.generic):
         return V(x, (), True)
     raise TypeError(f"not a numeric constant: {x!r}")
@@ -134,6 +136,12 @@ def arith_type(ta: np.dtype, tb: np.dtype) -> np.dtype:
     if r is not None:
         return r
     ka, kb = ta.kind, tb.kind
+    if ka == "c" or kb == "c":
+        # numba: complex64 only when every operand fits it (complex64, float32); ints and float64 make complex128
+        small = all((t.kind == "c" and t.itemsize == 8) or (t.kind == "f" and t.itemsize <= 4) for t in (ta, tb))
+        r = np.dtype(np.complex64 if small else np.complex128)
+        _ARITH_CACHE[key] = r
+        return r
     if ka in "iub" and kb in "iub":
         # numba: integers widen to 64 bit; unsigned only when both operands are (uint64 op int64 -> int64)
         r = U64 if (ka == "u" and kb == "u") else I64
@@ -157,7 +165,7 @@ def unify(ta: np.dtype, tb: np.dtype) -> np.dtype:
 
 
 _SHORT = {"f2": "f16", "f4": "f32", "f8": "f64", "i1": "i32", "i2": "i32", "i4": "i32", "i8": "i64",
-          "u1": "u32", "u2": "u32", "u4": "u32", "u8": "u64", "b1": "b"}
+          "u1": "u32", "u2": "u32", "u4": "u32", "u8": "u64", "b1": "b", "c8": "c64", "c16": "c128"}
 
 
 def short(dt: np.dtype) -> str:
