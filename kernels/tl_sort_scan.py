@@ -58,7 +58,7 @@ def _linrec_reference(a, b):
     return h
 
 
-def launch(op: str = "sort", R: int = 1024, N: int = 1024, K: int = 16, num_warps: int = 4, seed: int = 0) -> dict:
+def launch(op: str = "sort", R: int = 256, N: int = 1024, K: int = 16, num_warps: int = 4, seed: int = 0) -> dict:
     """``op`` in sort / topk / cumsum / linrec over R rows of N fp32 (N and K powers of two)."""
     if op not in ("sort", "topk", "cumsum", "linrec"):
         raise ValueError(f"op must be sort, topk, cumsum or linrec, got {op!r}")

@@ -38,6 +38,8 @@ SMALL = {
     "tl_tut_layernorm": [{"M": 40, "N": 300, "BLOCK_SIZE": 128, "GROUP_SIZE_M": 8},
                          {"M": 17, "N": 64, "BLOCK_SIZE": 32, "dtype": "float32", "GROUP_SIZE_M": 4}],
     "tl_tut_libdevice": [{"n": 5000}],
+    "tl_sort_scan": [{"op": "sort", "R": 3, "N": 64}, {"op": "topk", "R": 2, "N": 64, "K": 8},
+                     {"op": "cumsum", "R": 3, "N": 128}, {"op": "linrec", "R": 2, "N": 64}],
     "tl_spinlock": [{"G": 5}, {"kind": "chain", "N": 6, "sem": "relaxed"}, {"kind": "chain", "N": 6}],
     "tl_tut_grouped_gemm": [{"shapes": [[64, 64, 64], [96, 40, 72], [17, 136, 24]], "NUM_SM": 4, "BM": 32,
                              "BN": 32, "BK": 32}],
