@@ -631,15 +631,15 @@ def test_missing_constexpr():
 
 @triton.jit
 def unsupported_kernel(x_ptr):
-    tl.store(x_ptr, tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [1], dtype=tl.int32, is_pure=True,
-                                              pack=1))
+    tl.store(x_ptr, tl.dot_scaled(tl.zeros((16, 16), tl.uint8), None, "e2m1", tl.zeros((16, 16), tl.uint8), None,
+                                  "e2m1"))
 
 
 def test_unsupported_tl_function_is_named():
     with pytest.raises(UnsupportedConstruct) as ei:
         unsupported_kernel[(1,)](np.zeros(1, np.int32))
-    assert "tl.inline_asm_elementwise" in str(ei.value)
-    assert ei.value.line == _line_of(unsupported_kernel, "inline_asm")
+    assert "tl.dot_scaled" in str(ei.value)
+    assert ei.value.line == _line_of(unsupported_kernel, "dot_scaled")
 
 
 @triton.jit
