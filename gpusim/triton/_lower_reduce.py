@@ -140,7 +140,7 @@ class ReduceLowering:
         out.src = last
         out.lay = lay
 
-    def network(self, out, x, steps, what):
+    def network(self, out, x, steps):
         """``tl.sort`` / ``tl.topk`` / ``tl.bitonic_merge``: Triton's standard library reshapes the tile into a
         hypercube ``[2] * log2(numel)`` whose default layout puts the 32 lanes on the five lowest bits of an
         element's position, the warps on the next ``log2(num_warps)`` and the registers on the rest.  A
@@ -202,12 +202,10 @@ class ReduceLowering:
         """One exchange of a thread's ``e`` elements through shared memory: a store, a barrier, a load, a barrier.
         The thread's elements lie side by side, so a warp's access hits each bank ``e`` times (4-byte elements):
         e + 1/2 wavefronts per access, as the H100 records have (2.5, 8.5, 16.5 for e = 2, 8, 16)."""
-        ops = []
         for kind, label in ((OpKind.STORE, "STS"), (OpKind.LOAD, "LDS")):
             m = shared_ideal(self._n_warps(), e, eb, self._active_warps())
             if conflicts:
                 m.wavefronts = (m.wavefronts * min(WARP, e * eb // 4) + e // 2).astype(m.wavefronts.dtype)
             op = self._shared(kind, e, eb, deps, label, line, mem=m)
             deps = [self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, [op], label="BAR.SYNC", line=line)]
-            ops.append(op)
         return deps

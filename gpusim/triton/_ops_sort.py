@@ -78,11 +78,11 @@ def _network(x: tensor, k: int | None, descending: bool) -> tuple[np.ndarray, li
     return v, rounds
 
 
-def _finish(x: tensor, v: np.ndarray, shape, rounds, what: str) -> tensor:
+def _finish(x: tensor, v: np.ndarray, shape, rounds) -> tensor:
     out = tensor(np.ascontiguousarray(v), x.dtype, list(shape))
     st = C.ST
     if st.rec is not None:
-        st.rec.network(out, x, rounds, what)
+        st.rec.network(out, x, rounds)
     return out
 
 
@@ -90,7 +90,7 @@ def sort(x, dim=None, descending=False):
     x = to_tensor(unwrap(x))
     _last_dim(x, dim)
     v, rounds = _network(x, None, bool(unwrap(descending)))
-    return _finish(x, v, x.shape, rounds, "sort")
+    return _finish(x, v, x.shape, rounds)
 
 
 def topk(x, k, dim=None):
@@ -99,7 +99,7 @@ def topk(x, k, dim=None):
     _last_dim(x, dim)
     k = int(unwrap(k))
     v, rounds = _network(x, k, True)
-    return _finish(x, v, list(x.shape[:-1]) + [k], rounds, "topk")
+    return _finish(x, v, list(x.shape[:-1]) + [k], rounds)
 
 
 def bitonic_merge(x, dim=None, descending=False):
@@ -108,4 +108,4 @@ def bitonic_merge(x, dim=None, descending=False):
     _last_dim(x, dim)
     log_n = _log2_exact(x.shape[-1], "the merged dimension")
     v = _merge(x.v, log_n, bool(unwrap(descending)))
-    return _finish(x, v, x.shape, [("cas", j) for j in range(log_n - 1, -1, -1)], "bitonic_merge")
+    return _finish(x, v, x.shape, [("cas", j) for j in range(log_n - 1, -1, -1)])
