@@ -544,6 +544,26 @@ def test_out_of_bounds_global_names_thread_block_and_address():
 
 
 @cuda.jit
+def k_shift_store(a, out):
+    i = cuda.grid(1)
+    out[i + 1] = a[i] * 2
+
+
+def test_unit_stride_store_of_many_lanes_is_exact_and_still_bounds_checked():
+    """A store whose lanes write consecutive elements (the slice-copy fast path, a million-lane chunk and more)
+    writes the same values as numpy, and one element past the end is still the out-of-bounds error of its
+    thread."""
+    n = 1 << 13
+    a = np.arange(n, dtype=np.float32)
+    out = np.zeros(n + 1, np.float32)
+    run(k_shift_store, n // 256, 256, a, out)
+    assert out[0] == 0 and np.array_equal(out[1:], 2 * a)
+    with pytest.raises(OutOfBounds) as e:
+        run(k_shift_store, n // 256, 256, a, np.zeros(n, np.float32))
+    assert e.value.block == (n // 256 - 1, 0, 0) and e.value.thread == (255, 0, 0) and "write" in str(e.value)
+
+
+@cuda.jit
 def k_oob_shared(out):
     s = cuda.shared.array(16, np.int32)
     t = cuda.threadIdx.x

