@@ -325,6 +325,11 @@ class Indexing:
         # later accesses whatever their mask (the compiler's CSE and loop-invariant code motion)
         key = (arr.key, tuple(v.key() for _, v in runtime))
         hit = self._addr_cse.get(key)
+        if hit is None and any(v.base is not None for _, v in runtime):
+            # u + c next to an access at u (a[2 * i] then a[2 * i + 1], a[i] then a[i + 1] with i >= 0): the same
+            # address with an immediate offset in the load/store (LDG [R2.64+0x8]), nothing computed again
+            hit = self._addr_cse.get((arr.key, tuple(v.base[0] if v.base is not None else v.key()
+                                                     for _, v in runtime)))
         if hit is not None:
             return (hit,) if deps and hit >= 0 else deps
         if len(self._addr_cse) > 4096:
@@ -341,7 +346,8 @@ class Indexing:
                 else:
                     self._field((arr.key, "shape", k), line)
                     sk = v.key()
-                    self._rec(("index_wrap_cse",) if sk in self._signs_seen else ("index_wrap",), line, deps)
+                    self._rec(("index_wrap_cse",) if sk in self._signs_seen else
+                              ("index_wrap_scaled",) if v.pow2 else ("index_wrap",), line, deps)
                     self._signs_seen.add(sk)
             if k != last:                                 # a leading dimension: index * row stride
                 space = "global" if glob else "shared"

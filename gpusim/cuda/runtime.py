@@ -172,6 +172,7 @@ class Chunk(Recording, Arith, Control, Indexing, MemoryAccess, Atomics, WarpOps,
         self._cvt_seen: set = set()          # (value, type) conversions computed already
         self._row_cse: set = set()           # (array, dim, index value): high halves of a row offset
         self._addr_cse: dict = {}
+        self._arith_cse: dict = {}           # (op, operands, mask) -> (value key, deps): pure arithmetic done once
         self._vec_loads: dict = {}           # shared-memory vector loads of the current straight-line region
         self._load_cse: dict = {}            # loads since the last store / barrier, by element (redundant-load
         #                                      elimination: LLVM's GVN reuses a loaded value, LICM hoists it)

@@ -35,7 +35,7 @@ class V:
     """A runtime value: ``v`` (numpy scalar = uniform, or array of shape (C|1, P|1)), the indices of the
     pending long-latency ops it came from (``deps``), and whether the compiler knows it (``const``)."""
 
-    __slots__ = ("v", "deps", "const", "sid", "nn")
+    __slots__ = ("v", "deps", "const", "sid", "nn", "base", "pow2")
 
     def __init__(self, v, deps=(), const=False, nn=False):
         self.v = v
@@ -43,6 +43,10 @@ class V:
         self.const = const
         self.sid = 0
         self.nn = nn            # the compiler knows the value is >= 0 (no negative-index wraparound)
+        # (key of a value u, c): this value is u + c with the sign of u (u >= 0, or u a multiple of 2^m and
+        # 0 <= c < 2^m), so an access at it is the access at u with c elements of immediate offset
+        self.base = None
+        self.pow2 = 0           # m when the value is a known multiple of 2^m (a product by a constant 2^m)
 
     def key(self) -> int:
         if not self.sid:

@@ -206,10 +206,10 @@ class Engine:
                     # the coalesced requests stay numpy arrays, read through memoryviews (a warp's part is a slice
                     # whose items become ints as the memory system takes them), so that a long run holds no
                     # per-line Python objects
-                    # (a store's flag instead: it is 4 bytes per lane or narrower, so that back-to-back ones over the
+                    # (a store's flag instead: it is 8 bytes per lane or narrower, so that back-to-back ones over the
                     # same sectors merge, see MemorySystem.store)
                     use_l1 = ((self.cache_loads_l1 and not m.l1_bypass) or int(m.space) == _LOCAL) if kind == _LOAD \
-                        else (m.bytes_per_lane <= 4 if kind == _STORE else m.bytes_per_lane < 16)
+                        else (m.bytes_per_lane <= 8 if kind == _STORE else m.bytes_per_lane < 16)
                     x = (memoryview(np.ascontiguousarray(m.line)), memoryview(np.ascontiguousarray(m.smask)),
                          m.ptr.tolist(), memoryview(self.mem.sets_of(m.line)), use_l1)
                     if kind == _LOAD and m.wavefronts is not None:

@@ -353,11 +353,9 @@ class MemorySystem:
             run[2] = max(512, 2 * len(bins))
         return done if done > t + nsec * wc else t + nsec * wc
 
-    def l2_write(self, sm_part: int, t: float, line: int, mask: int, new: int = -1) -> float:
+    def l2_write(self, sm_part: int, t: float, line: int, mask: int) -> float:
         """Store sectors ``mask`` of ``line`` into L2 (write-back, no fetch: byte masks are kept); return when the
-        SM is free of it (see below; 0 when the write side is not modelled).  ``new``: the
-        sectors that cost the write side (default all of ``mask``; sectors merged with the warp's previous store
-        cost nothing more there)."""
+        SM is free of it (see below; 0 when the write side is not modelled)."""
         sid = self.set_of(line)
         s = sid % self.n_slices
         arr = t + self.xbar_cycles
@@ -368,10 +366,9 @@ class MemorySystem:
         # (no write side modelled: the store needs no acknowledgement)
         ack = 0.0
         if self.write_sector_cycles:
-            ns = nsec if new < 0 else POPCOUNT[new]
             # the SM may let the store go once the slice is a crossbar trip from taking it: a write side with no
             # backlog holds no warp, a backed-up one holds the warps whose stores queue behind it
-            ack = self._write_port(s, start, ns) - ns * self.write_sector_cycles - self.xbar_cycles
+            ack = self._write_port(s, start, nsec) - nsec * self.write_sector_cycles - self.xbar_cycles
         self.stats.l2_wr_sectors += nsec
         if self.observers:
             for f in self.observers:
@@ -621,8 +618,8 @@ class MemorySystem:
     def store(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int],
               prev: dict | None = None) -> tuple[float, dict | None]:
         """A warp's global store: L1 write-through without allocation (a cached copy is updated).  Returns when the
-        SM is free of it (the warp cannot exit before) and, when the L2's write side is modelled, the sectors it
-        wrote per line: ``prev``, those of the warp's store just before this one, go out merged with it."""
+        SM is free of it (the warp cannot exit before) and the sectors it wrote per line: ``prev``, those of the
+        warp's store just before this one, go out merged with it (sectors both wrote reach the L2 once)."""
         n = len(lines)
         if n <= 0:
             return t, prev
@@ -635,20 +632,23 @@ class MemorySystem:
         ack = t0 + n
         # a warp's back-to-back narrow stores to the same sectors leave the SM as one write (a thread's consecutive
         # elements, STG.E.32 x 4 over the same 16 sectors of a warp's lines: benchmarks/device/store_merge.py
-        # s32x4 reaches the L2 as 976K sector writes against 787K for whole sectors and 3.1M unmerged; its
-        # 64-bit twin s64x2 hardly merges, 1.34M against 1.57M, so the caller passes ``prev`` for narrow ones only)
-        cur: dict | None = {} if self.write_sector_cycles else None
+        # s32x4 reaches the L2 as 976K sector writes against 787K for whole sectors and 3.1M unmerged; a record's two
+        # 8-byte fields written back, STG.E.64 x 2, merge as well: records/ncu_rmw.json rmw_rec_* 1,049K L1 store
+        # sectors reach the L2 as 527K, nb_montecarlo's generator states 1,000K as 504K (lts__t_sectors_op_write /
+        # 1.5, the far partition counted twice); store_merge.py's volatile s64x2 did not, 1.34M against 1.57M, and
+        # no front end here emits volatile stores. So the caller passes ``prev`` for stores of 8 bytes a lane or less)
+        cur: dict = {}
         for j, line, m in zip(range(n), lines, masks):
             st.l1_st_sectors += POPCOUNT[m]
             have = od.get(line)
             if have is not None:
                 od[line] = have | m
-            new = -1
-            if cur is not None:
-                seen = cur.get(line, 0) | (prev.get(line, 0) if prev else 0)
-                new = m & ~seen
-                cur[line] = cur.get(line, 0) | m
-            a = self.l2_write(part, t0 + j, line, m, new)
+            seen = cur.get(line, 0) | (prev.get(line, 0) if prev else 0)
+            cur[line] = cur.get(line, 0) | m
+            new = m & ~seen
+            if not new:
+                continue            # merged: these sectors reach the L2 in one write with the store before
+            a = self.l2_write(part, t0 + j, line, new)
             if a > ack:
                 ack = a
         return ack, cur

@@ -67,7 +67,7 @@ class Warp:
     program counter and scoreboard."""
 
     __slots__ = ("uid", "cta", "wi", "stream", "pc", "ready_at", "pending", "reason", "sched", "slot",
-                 "t_arrive", "done", "in_cta", "acked_at", "last_store", "last_store_pc")
+                 "t_arrive", "done", "in_cta", "acked_at", "last_store")
 
     def __init__(self, uid: int, cta: CTA, wi: int, in_cta: int, stream: list[tuple], n_slots: int, t: float):
         self.uid = uid
@@ -84,8 +84,9 @@ class Warp:
         self.t_arrive = t
         self.done = False
         self.acked_at = 0.0     # when the SM is free of the warp's stores so far (it exits after that)
-        self.last_store = None  # the sectors per line of its last store (op last_store_pc), which the next may merge
-        self.last_store_pc = -2
+        # the sectors per line of its last global store, which the next may merge with when no other memory
+        # operation or barrier came between (ptxas clusters a thread's stores; arithmetic between them moves)
+        self.last_store = None
 
 
 class WarpScheduler:
@@ -242,6 +243,7 @@ class WarpScheduler:
                     # a result on a dependence chain from a load: its consumers wait for the pipe latency
                     pend[ws] = (done if done > t else t) + x
             elif kind == _BAR:
+                w.last_store = None
                 pc += 1
                 issued += ni
                 t += ni
@@ -269,6 +271,7 @@ class WarpScheduler:
                 t += ni          # cp.async.wait_group: its deps (the copies) were checked above
             elif kind == _MEMBAR:
                 # a memory fence: the warp issues nothing more until the memory system acknowledges it
+                w.last_store = None
                 t += ni
                 issued += ni
                 pc += 1
@@ -294,6 +297,7 @@ class WarpScheduler:
                 pipe_free[_LSU] = t + busy
                 t += ni
                 if type(x) is list:
+                    w.last_store = None
                     eng = self.engine
                     ready = eng.mem.shared(self.sm.index, t, x[w.wi], eng.shared_latency)
                     if kind != _STORE:
@@ -308,17 +312,19 @@ class WarpScheduler:
                         if kind != _STORE:
                             pend[ws] = t
                     elif kind == _ACOPY or kind == _LOAD:
+                        w.last_store = None
                         pend[ws] = self.mem_load(self.smi, t, line_a[lo:hi], mask_a[lo:hi], use_l1, slice_a[lo:hi],
                                                  x[5][wi] if len(x) == 6 else 0, ni)
                     elif kind == _STORE:
-                        # (use_l1: a store of 4 bytes per lane or narrower, which merges with the warp's store
-                        # just before it over the same sectors)
+                        # (use_l1: a store of 8 bytes per lane or narrower, which merges with the warp's store
+                        # before it over the same sectors)
                         a, wrote = self.engine.mem.store(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi],
-                                                      w.last_store if use_l1 and w.last_store_pc == pc - 1 else None)
-                        w.last_store, w.last_store_pc = wrote if use_l1 else None, pc
+                                                         w.last_store if use_l1 else None)
+                        w.last_store = wrote if use_l1 else None
                         if a > w.acked_at:
                             w.acked_at = a
                     else:
+                        w.last_store = None
                         eng = self.engine
                         r = eng.mem.atomic(self.sm.index, t, line_a[lo:hi], mask_a[lo:hi],
                                            eng.lanes_of(cta.table, k, wi))

@@ -81,6 +81,7 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
     "kernels/tl_flash_attn_bwd.py": {"Z": 1, "H": 1, "N_CTX": 128},
     "kernels/tl_attention_naive.py": {"Z": 1, "H": 2, "N_CTX": 128},
     "kernels/burst_read.py": {"n": 1024},
+    "kernels/rmw_stream.py": {"n": 3000},
     "kernels/reg_hold_copy.py": {"n": 3000, "blocks": 3},
     "kernels/tl_relu.py": {"n": 5000},
     "kernels/tl_stream_rw.py": {"n": 5000},
@@ -106,9 +107,10 @@ REGISTER_DEVIATION_TOL = 0.35
 #: (the store-only "writeback" family was held out until it calibrated the work distributor's CTA rate,
 #: chip.cta_dispatch_per_cycle: it is in-sample now, and `validate report --holdout-family` shows it without that fit)
 HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "tl_tutorials", "tl_sort_scan"})
-#: families collected on the H100 after the H200 run, not yet on an H200 (2026-11-28: the session's calls for the
-#: H200 kind ran on an H100): the H200 records do not cover them and `validate report --gpu h200` leaves them out
-NOT_YET_ON_H200 = frozenset({"tl_sort_scan"})
+#: families collected on the H100 after the H200 run and not yet on an H200: the H200 records do not cover them and
+#: `validate report --gpu h200` leaves them out (none since 2026-11-28: tl_sort_scan and rmw are in
+#: records/h200/*_sort_scan_rmw.json)
+NOT_YET_ON_H200: frozenset = frozenset()
 
 
 def in_sample(case: "Case") -> bool:
@@ -261,6 +263,13 @@ def _build_cases() -> list[Case]:
         for mode in ("copy", "read", "write"):
             add(f"rw_{mode}_n{1 << p}", "tl_stream_rw", {"n": 1 << p, "mode": mode}, "stream_rw",
                 f"{mode}: {4 << p >> 20} MiB of fp32 in 1024-element programs", tags=("heavy",) if p >= 25 else ())
+    # ---- stores into lines the L2 just filled (read-modify-write) against stores to new lines, whole and partial
+    for mode, sizes in (("inplace", (22, 23, 24)), ("copy", (22, 23, 24)), ("rec_inplace", (20, 21, 22)),
+                        ("rec_copy", (20, 21, 22))):
+        for p in sizes:
+            mib = (4 << p >> 20) * (4 if mode.startswith("rec") else 1)
+            add(f"rmw_{mode}_n{1 << p}", "rmw_stream", {"n": 1 << p, "mode": mode}, "rmw",
+                f"{mode}: {mib} MiB {'of float64 records' if mode.startswith('rec') else 'of fp32'}, one thread each")
     # ---- spin locks and atomic round trips (kernels/tl_spinlock.py): the records behind the lock and fence timing
     for g in (1, 8, 64, 512):
         for w in (1, 4):
