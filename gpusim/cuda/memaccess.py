@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import CompileError
 from ..trace import WARP, MemAccess, OpKind, Pipe, Space
 from . import costs as C_
-from .memory import LOCAL_BASE, coalesce_rows, shared_rows, tile_access
+from .memory import LOCAL_BASE, _unit_stride, coalesce_rows, shared_rows, tile_access
 from .values import EMPTY, Mask, V, _union
 
 #: reuse memory summaries of accesses that differ only by a uniform offset (see ``Chunk._mem``)
@@ -264,8 +264,9 @@ def _consecutive(pos, limit: int) -> bool:
     ``[0, limit)`` (outside, the fancy-index path raises the bounds error)."""
     if type(pos) is not np.ndarray or pos.size < 4096 or pos.dtype.kind not in "iu":
         return False
-    p = pos.reshape(-1)
-    a, n = int(p[0]), p.size
-    if a < 0 or a + n > limit or int(p[-1]) - a != n - 1:
+    rows = pos.reshape(-1, pos.shape[-1]) if pos.ndim > 1 else pos.reshape(1, -1)
+    a, n, w = int(rows[0, 0]), pos.size, rows.shape[1]
+    if a < 0 or a + n > limit or int(rows[-1, -1]) - a != n - 1:
         return False
-    return bool((np.diff(p) == 1).all())
+    # each row steps by 1 (checked in cache-sized blocks), and each row starts where the one before ended
+    return bool((np.diff(rows[:, 0]) == w).all()) and _unit_stride(rows, 1)
