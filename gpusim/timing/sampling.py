@@ -17,8 +17,8 @@ the tail's wave quantization and drain are replayed, not guessed. Before the jum
 (``WARM_L2`` times the L2's lines) go through the L2's tags without time or counts (functional warming), so the
 tail meets the cache the skipped waves would have left. The skipped ``M`` CTAs (a whole number ``M / W`` of waves)
 add their share afterwards, at the mean rate of every interval since the L2 settled (the window and the intervals
-before it: a periodic excursion longer than the window, such as a stream's DRAM write drains, then counts in its
-share):
+before it: a periodic excursion longer than the window, such as a stream's echo of the L2's turnover, then counts in
+its share):
 
     cycles   = cycles of the replayed CTAs + (M / W) x steady cycles per wave
     counter  = counter of the replay        + (M / W) x steady counter per wave
@@ -387,7 +387,7 @@ class SampledEngine(Engine):
                                     f"L2's fill")
             return res
         # the rates: every interval since the L2 settled, not only the window that passed the test -- a periodic
-        # excursion longer than the window (the DRAM write drains of a stream, one interval in ten 20% slower)
+        # excursion longer than the window (a stream's echo of the L2's turnover, one interval in ten 20% slower)
         # then counts in its share instead of being missed (2^26 vector add vs exact: -2.1% -> -0.5%)
         win = self.marks[min(self.settled, self.skip_at - (self.window + 1)):self.skip_at]
         waves_skipped = self.ctas_skipped // self.W
