@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from . import costs as C_
+from .valnum import log2_const, numbered, operand_key, provenance, remember
 from .values import (BOOL, EMPTY, F32, F64, I32, I64, U32, U64, ArrayRef, SubArray, V, _fix, _union, arith_type,
                      const, short, unify)
 
@@ -223,34 +224,24 @@ class Arith:
         deps = _union(a.deps, b.deps)
         # x & c with a constant c >= 0 is known non-negative (LLVM drops the index wraparound)
         nn = op == "bitand" and ct.kind in "iu" and ((b.const and b.v >= 0) or (a.const and a.v >= 0))
-        base, pow2 = _provenance(op, a, b, ct)
+        base, pow2 = provenance(op, a, b, ct)
         if base is not None and a.nn | b.nn:
             nn = True
         if rec:
             # the same operation on the same values under the same mask was computed already (``2 * i`` written
             # twice, as in ``a[2 * i] = a[2 * i] + 1``): LLVM's GVN reuses it, so the value is the earlier one --
             # no instruction, and the same key, so that the addresses built on it are reused too
-            ck = (op, ct.str, _operand_key(a), _operand_key(b), self.mask.sid)
+            ck = (op, ct.str, operand_key(a), operand_key(b), self.mask.sid)
             hit = self._arith_cse.get(ck)
             if hit is not None:
-                v = V(r, hit[1], cst, nn)
-                v.sid = hit[0]
-                v.base, v.pow2 = base, pow2
-                return v
+                return numbered(hit, r, cst, nn, base, pow2)
             cop = _COST_OP.get(op, op)
             kc = b.const or (a.const and op in _COMMUTATIVE)
             cd = _cost_dtype(ct) if not self.narrowed else _narrow_dtype(ct)
             key = (cop, cd, "const") if (kc and op in _CONST_KEYED) else (cop, cd)
             self._rec(key, line, deps, C_.FLOPS_PER_LANE.get(op, 0) if ct.kind == "f" else 0)
-            v = V(r, self._out(deps, n0), cst, nn)
-            v.base, v.pow2 = base, pow2
-            if len(self._arith_cse) > 4096:
-                self._arith_cse.clear()
-            self._arith_cse[ck] = (v.key(), v.deps)
-            return v
-        v = V(r, self._out(deps, n0), cst, nn)
-        v.base, v.pow2 = base, pow2
-        return v
+            return remember(self._arith_cse, ck, numbered(None, r, cst, nn, base, pow2, self._out(deps, n0)))
+        return numbered(None, r, cst, nn, base, pow2, self._out(deps, n0))
 
     def fma(self, x, y, z, line, sub=False, zfirst=False) -> V:
         """``x*y + z`` (``zfirst``: ``z + x*y``; ``sub``: ``x*y - z`` or ``z - x*y``) fused as ptxas does."""
@@ -270,7 +261,7 @@ class Arith:
             if sub:
                 return self.binop("sub", z, p, line) if zfirst else self.binop("sub", p, z, line)
             return self.binop("add", z, p, line) if zfirst else self.binop("add", p, z, line)
-        ck = ("fma", sub, zfirst, rt.str, _operand_key(x), _operand_key(y), _operand_key(z), self.mask.sid)
+        ck = ("fma", sub, zfirst, rt.str, operand_key(x), operand_key(y), operand_key(z), self.mask.sid)
         hit = self._arith_cse.get(ck)           # computed already (value numbering, as in binop)
         if hit is None:
             xv = self._cvt(x, pt, line) if not x.const else x.v.astype(pt)
@@ -282,10 +273,7 @@ class Arith:
         r = _fix((zv - p if zfirst else p - zv) if sub else (zv + p if zfirst else p + zv))
         base = self._fma_base(x, y, z, rt, sub, zfirst)
         if hit is not None:
-            v = V(r, hit[1], False)
-            v.sid = hit[0]
-            v.base = base
-            return v
+            return numbered(hit, r, False, False, base)
         deps = _union(_union(x.deps, y.deps), z.deps)
         n0 = len(self.ops)
         if base is not None:
@@ -294,12 +282,7 @@ class Arith:
         else:
             self._rec(("fma", _cost_dtype(rt) if not self.narrowed else _narrow_dtype(rt)), line, deps,
                       2 if rt.kind == "f" else 0)
-        v = V(r, self._out(deps, n0), False)
-        v.base = base
-        if len(self._arith_cse) > 4096:
-            self._arith_cse.clear()
-        self._arith_cse[ck] = (v.key(), v.deps)
-        return v
+        return remember(self._arith_cse, ck, numbered(None, r, False, False, base, 0, self._out(deps, n0)))
 
     def _fma_base(self, x, y, z, rt, sub, zfirst):
         """The provenance (see ``V.base``) of a fused integer ``x * y + c``: the product's value when it was
@@ -308,12 +291,12 @@ class Arith:
         if rt.kind not in "iu" or sub or not z.const or x.const == y.const:
             return None
         k, u = (x, y) if x.const else (y, x)
-        m = _log2_const(k)
+        m = log2_const(k)
         c = int(z.v)
         if not m or not 0 <= c < (1 << m):
             return None
-        hit = self._arith_cse.get(("mul", rt.str, _operand_key(x), _operand_key(y), self.mask.sid)) or \
-            self._arith_cse.get(("mul", rt.str, _operand_key(y), _operand_key(x), self.mask.sid))
+        hit = self._arith_cse.get(("mul", rt.str, operand_key(x), operand_key(y), self.mask.sid)) or \
+            self._arith_cse.get(("mul", rt.str, operand_key(y), operand_key(x), self.mask.sid))
         return (hit[0], c) if hit is not None else None
 
     def narrow(self, fn):
@@ -690,36 +673,3 @@ class Arith:
             self._rec(key, line, x.deps)
         return V(_fix(r), self._out(x.deps, n0), x.const)
 
-
-def _operand_key(v: V):
-    """An operand's identity for value numbering: a constant by its type and value, a runtime value by its key."""
-    if v.const:
-        return ("c", v.v.dtype.str, v.v.tobytes())
-    return v.key()
-
-
-def _log2_const(k: V) -> int:
-    """m when the constant ``k`` is 2^m with m >= 1, else 0."""
-    if k.v.dtype.kind not in "iu":
-        return 0
-    n = int(k.v)
-    return n.bit_length() - 1 if n > 1 and n & (n - 1) == 0 else 0
-
-
-def _provenance(op: str, a: V, b: V, ct) -> tuple:
-    """(base, pow2) of an integer ``op`` result (see ``V.base``, ``V.pow2``): ``u * 2^m`` is a multiple of 2^m;
-    ``u + c`` / ``c + u`` / ``u - (-c)`` with a constant c >= 0 keeps u's sign when u >= 0, or when u is a
-    multiple of 2^m and c < 2^m."""
-    if ct.kind not in "iu" or a.const == b.const:
-        return None, 0
-    k, u = (a, b) if a.const else (b, a)
-    if op == "mul":
-        return None, _log2_const(k)
-    if op in ("lshift",) and k is b:
-        n = int(k.v)
-        return None, n if 0 < n < 63 else 0
-    if op == "add" or (op == "sub" and k is b):
-        c = int(k.v) if op == "add" else -int(k.v)
-        if c >= 0 and (u.nn or (u.pow2 and c < (1 << u.pow2))):
-            return (u.key(), c), 0
-    return None, 0
