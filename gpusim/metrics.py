@@ -29,6 +29,12 @@ class Metric:
     meaning: str
 
 
+#: memory ops that do not pass the LSU pipe, so Nsight's l1tex__t_{requests,sectors}_pipe_lsu_* count none of them:
+#: the TMA unit's bulk copies (UTMALDG / UTMASTG: 0 global requests and sectors on the H100 records of the
+#: descriptor kernels) and its read of a tensormap
+NOT_LSU = ("UTMA", "(tensormap")
+
+
 def trace_counts(trace: KernelTrace) -> dict[str, float]:
     """Instruction, request, sector and wavefront counts of a trace (exact; no timing involved)."""
     c = {"inst": 0, "thread_inst": 0, "gld_req": 0, "gld_sectors": 0, "gld_bytes": 0, "gst_req": 0,
@@ -61,6 +67,8 @@ def trace_counts(trace: KernelTrace) -> dict[str, float]:
                     c["shld_wavefronts"] += wf
                     c["shld_ideal"] += ideal
                     c["shld_req"] += req
+                continue
+            if op.label.startswith(NOT_LSU):
                 continue
             if m.ptr is not None:
                 # a warp whose lanes are all predicated off (a 0-d store done by thread 0 alone, a fully masked

@@ -98,6 +98,7 @@ class Recorder(MemoryLowering, TmaLowering, DotLowering, ReduceLowering, Element
         self._div_setup: set = set()
         self._advanced: set = set()
         self._reduce_setup = False
+        self.n_desc = -1                     # descriptors the program has made in the kernel (their scratch slots)
         self._access_cache: dict = {}        # (site, store) -> what _global_access needs to reuse its last requests
         self._const_done: set = set()
         self._const_keep: list = []

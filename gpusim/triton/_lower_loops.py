@@ -17,7 +17,7 @@ from ._lower_base import RecOp
 
 
 class _Loop:
-    __slots__ = ("start", "iters", "stages", "kind", "has_copies", "depth", "key", "wait_it", "tma_it", "tma_wait")
+    __slots__ = ("start", "iters", "stages", "kind", "has_copies", "depth", "key", "wait_it", "tma_it", "tma_wait", "tma")
 
     def __init__(self, start, stages, kind, depth, key=None):
         self.start, self.iters, self.stages, self.kind = start, [], stages, kind
@@ -27,6 +27,7 @@ class _Loop:
         self.wait_it = -1
         self.tma_it = -1          # the iteration whose TMA loads share the mbarrier wait ``tma_wait``
         self.tma_wait = None
+        self.tma = False          # its copies are TMA loads: a ring of mbarriers set up before it, torn down after
 
 
 class LoopLowering:
@@ -62,6 +63,14 @@ class LoopLowering:
         lp = self.loops.pop()
         if lp.has_copies and lp.stages >= 2:
             self._reorder(lp)
+        if lp.tma:
+            line = C.user_line()[1]
+            n0 = len(self.ops)
+            self._cost(K.MBARRIER_INIT, lp.stages, (), line=line)
+            init = self.ops[n0:]
+            del self.ops[n0:]
+            self.ops[lp.start:lp.start] = init
+            self._cost(K.MBARRIER_INVAL, lp.stages, (), line=line)
 
     def _reorder(self, lp: _Loop):
         seg = self.ops[lp.start:]

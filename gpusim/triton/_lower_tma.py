@@ -16,6 +16,14 @@ read nor written by the TMA unit); the mbarrier wait is an ASYNC_WAIT on it foll
 warp is released when the data has landed).  ``bytes_per_lane`` 16 marks the requests as bypassing L1, so the
 engine streams them to L2/DRAM through the SM's data path (one 128 B wavefront per clock) -- not limited by
 per-warp LSU issue.  A store is a STORE of one instruction by warp 0 with the box's lines.
+
+A descriptor made in the kernel (``tl.make_tensor_descriptor``): thread 0 fills the 128 B tensormap field by field
+while the other warps step over the guards (``costs.TMA_MAKE_DESC`` / ``_SKIP``), warp 0 copies it to the global
+scratch with a 32-lane ATOMG whose round trip the fence waits for (an ATOMIC op, so the engine times it), and the
+first copy through it waits for the TMA unit to read the tensormap back from global memory (a LOAD of that line,
+no instruction).  A pipelined loop of TMA loads initializes one mbarrier per stage before it and invalidates them
+after it (``costs.MBARRIER_*``).  The TMA unit's traffic passes no LSU pipe: Nsight's l1tex LSU requests and
+sectors count none of it (``metrics.NOT_LSU``).
 """
 from __future__ import annotations
 
@@ -44,10 +52,40 @@ class TmaLowering:
     def desc_make(self, desc, deps):
         line = C.user_line()[1]
         n0 = len(self.ops)
-        last = self._cost(K.TMA_MAKE_DESC, 1, [getattr(x, "src", None) for x in deps], line)
+        src = [getattr(x, "src", None) for x in deps]
+        last = self._cost(K.TMA_MAKE_DESC, 1, src, line)
+        desc.scratch = self._scratch_access()
+        at = self._emit(OpKind.ATOMIC, Pipe.LSU, 1, [last], desc.scratch, label="ATOMG.E.EXCH.STRONG.GPU", line=line)
+        last = self._cost(K.TMA_MAKE_DESC_FENCE, 1, [at], line)
         for op in self.ops[n0:]:
             self._one_warp(op, WARP)
-        desc.src = self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, [last], label="BAR.SYNC", line=line)
+        n1 = len(self.ops)
+        skip = self._cost(K.TMA_MAKE_DESC_SKIP, 1, src, line) if self.W > 1 else None
+        for op in self.ops[n1:]:
+            op.lanes = (0,) + (WARP,) * (self.W - 1)
+        desc.src = self._emit(OpKind.BARRIER, Pipe.BRANCH, 1, [x for x in (last, skip) if x is not None],
+                              label="BAR.SYNC", line=line)
+
+    def _scratch_access(self) -> MemAccess:
+        """Warp 0's copy of a descriptor made in the kernel to the global scratch: one 128 B line per program (32
+        lanes x 4 B), the programs' own (``costs.TMA_SCRATCH_*``), the n-th descriptor of a program at n x 128 B."""
+        P, W = self.P, self.W
+        self.n_desc += 1
+        k = self.n_desc
+        if self.probe:
+            return _empty_access(P * W, 4)
+        pid = np.asarray(C.ST.pids, np.int64)
+        g = C.ST.grid
+        lin = pid[:, 0] + g[0] * (pid[:, 1] + g[1] * pid[:, 2])
+        base = K.TMA_SCRATCH_BASE + lin * K.TMA_SCRATCH_PER_PROGRAM + (k * 128) % K.TMA_SCRATCH_PER_PROGRAM
+        addr = base[:, None, None] + 4 * np.arange(WARP, dtype=np.int64)[None, None, :]
+        acc = T.coalesce_global(addr, 4)
+        cnt = np.zeros((P, W), np.int64)
+        cnt[:, 0] = np.diff(acc.ptr)
+        ptr = np.zeros(P * W + 1, np.int64)
+        np.cumsum(cnt.reshape(-1), out=ptr[1:])
+        return MemAccess(space=Space.GLOBAL, bytes_per_lane=4, bytes_requested=acc.bytes_requested, ptr=ptr,
+                         line=acc.line, smask=acc.smask)
 
     def tma_access(self, desc, o, m) -> MemAccess:
         """The requests of one box per program of the chunk, all in warp 0 of its CTA: the 16-byte pieces of the
@@ -96,6 +134,16 @@ class TmaLowering:
             self.facts.get(lp.key)["pipelined"] = True
         tag = lp if pipelined else None
         issue = self._cost(K.TMA_ISSUE, 1, self._offset_deps(offsets, desc), line, tag_loop=tag)
+        if getattr(desc, "scratch", None) is not None:
+            # the first copy through a descriptor made in the kernel: the TMA unit reads its 128 B tensormap from
+            # global memory (the fence invalidated its descriptor cache) before it can move the box
+            fetch = self._emit(OpKind.LOAD, Pipe.LSU, 0, [issue], desc.scratch, label="(tensormap fetch)",
+                               line=line)
+            self._one_warp(fetch, 1)
+            if tag is not None:
+                fetch.loop, fetch.it = tag, len(tag.iters) - 1     # it moves with the copy into the prologue
+            desc.scratch = None
+            issue = fetch
         mem = _empty_access(self._n_warps(), TMA_BYTES) if self.probe else self.tma_access(desc, o, m)
         cp = self._emit(OpKind.ASYNC_COPY, Pipe.LSU, 1, [issue], mem, label=f"UTMALDG.{len(shape)}D", line=line)
         self._one_warp(cp, 1)
@@ -113,6 +161,8 @@ class TmaLowering:
                        line=line)
             if pipelined:
                 lp.tma_it, lp.tma_wait = it, wait
+                lp.tma = True
+                self._cost(K.TMA_WAIT, 1, (), line)
         out.src = wait
         key = f"{file.rsplit('/', 1)[-1]}:{line}"
         if not self.probe:

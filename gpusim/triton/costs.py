@@ -313,12 +313,32 @@ REG_NARROW_ADDRESS = 1.0
 #: triton.set_allocator (ATOMG.E.EXCH, 32 lanes x 4 B), and fences the tensormap proxy (UTMACCTL.IV, DEPBAR);
 #: about 100 instructions of warp 0, then a barrier for all warps.
 TMA_MAKE_DESC = [(INT, 30, "LOP3+IMAD+SHF"), (LSU, 26, "LDS+STS (descriptor fields)"),
-                 (BRANCH, 24, "BSSY+BRA+BSYNC"), (LSU, 1, "ATOMG.E.EXCH (to global scratch)"),
-                 (UNIFORM, 6, "UTMACCTL.IV+UTMACMDFLUSH+DEPBAR")]
+                 (BRANCH, 24, "BSSY+BRA+BSYNC")]
+#: ... then the copy (ATOMG.E.EXCH.STRONG.GPU, one per lane: a global atomic the lowering records as such, so the
+#: fence below waits for its round trip to the L2: DEPBAR {5,4,3,2,1,0})
+TMA_MAKE_DESC_FENCE = [(UNIFORM, 6, "UTMACCTL.IV+UTMACMDFLUSH+DEPBAR")]
+#: where the descriptors written by the kernel live (triton.set_allocator's global scratch, one 128 B tensormap per
+#: descriptor and program): an address range no buffer uses, for the timing model's caches
+TMA_SCRATCH_BASE = 1 << 46
+TMA_SCRATCH_PER_PROGRAM = 1024
+#: the same descriptor in the other warps: each field's guard (``@P0 BRA`` over the thread-0 body, BSSY/BSYNC),
+#: the predicated-off stores, WARPSYNC/NOP around the copy: 24-34 instructions per descriptor in Triton 3.6's
+#: SASS of tutorial 09's device-side descriptors (warps 1-7; warp 0 runs the body, diverged, 88-117)
+TMA_MAKE_DESC_SKIP = [(BRANCH, 16, "BRA+BSSY+BSYNC (guards skipped)"), (INT, 5, "WARPSYNC+NOP"),
+                      (LSU, 4, "@!P0 LDS/STS (predicated off)"), (UNIFORM, 2, "UIADD3+ULEA")]
 #: per descriptor load, in every warp: electing the issuing thread (ELECT, VOTEU), the box coordinates and the
 #: shared slot in uniform registers, the barrier ptxas puts before each UTMALDG, the expect-tx arrive on the
 #: stage's mbarrier (SYNCS.ARRIVE.TRANS64).  The UTMALDG itself is one instruction of one thread (the ASYNC_COPY).
-TMA_ISSUE = [(UNIFORM, 4, "ELECT+VOTEU+UMOV"), (BRANCH, 1, "BAR.SYNC"), (INT, 1, "SYNCS.ARRIVE.TRANS64")]
+TMA_ISSUE = [(UNIFORM, 5, "ELECT+VOTEU+UIADD3"), (INT, 2, "ISETP (elected lane, stage in range)"),
+             (BRANCH, 1, "BAR.SYNC"), (INT, 1, "SYNCS.ARRIVE.TRANS64")]
+#: per wait on a stage's mbarrier in a pipelined loop: the phase bit flipped and shifted into the try-wait's operand
+#: (LOP3, IMAD.U32) and the retry branch after SYNCS.PHASECHK.TRANS64.TRYWAIT (tutorial 09's K loop: 68
+#: instructions per iteration and warp in Triton 3.6's SASS, 4 of them HGMMA)
+TMA_WAIT = [(INT, 2, "LOP3+IMAD.U32 (mbarrier phase)"), (BRANCH, 1, "@!P BRA (try-wait retry)")]
+#: per stage of a pipelined loop's TMA ring, around each run of the loop: the mbarrier initialized before it
+#: (SYNCS.EXCH.64 by one thread, a barrier) and invalidated after it (SYNCS.CCTL.IV, a barrier)
+MBARRIER_INIT = [(UNIFORM, 2, "UIADD3+SYNCS.EXCH.64 (mbarrier init)"), (BRANCH, 1, "BAR.SYNC")]
+MBARRIER_INVAL = [(UNIFORM, 2, "ELECT+SYNCS.CCTL.IV (mbarrier inval)"), (BRANCH, 1, "BAR.SYNC")]
 #: per descriptor store: the box coordinates in uniform registers and the elected thread (then one UTMASTG), and
 #: the wait until the bulk copy has read the staging buffer before it is reused (UTMACMDFLUSH, DEPBAR.LE SB0).
 TMA_STORE_ISSUE = [(UNIFORM, 3, "ELECT+UMOV")]
