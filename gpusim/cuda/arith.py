@@ -240,6 +240,8 @@ class Arith:
             cd = _cost_dtype(ct) if not self.narrowed else _narrow_dtype(ct)
             key = (cop, cd, "const") if (kc and op in _CONST_KEYED) else (cop, cd)
             self._rec(key, line, deps, C_.FLOPS_PER_LANE.get(op, 0) if ct.kind == "f" else 0)
+            if op in ("floordiv", "mod") and not kc and ct == I64 and ta.itemsize == 8 and not cd.endswith("32"):
+                self._rec(("int64_min_check", op), line, deps)      # the dividend is not a widened 32-bit value
             return remember(self._arith_cse, ck, numbered(None, r, cst, nn, base, pow2, self._out(deps, n0)))
         return numbered(None, r, cst, nn, base, pow2, self._out(deps, n0))
 

@@ -178,6 +178,14 @@ for _dt, _w in (("int32", 1), ("uint32", 1), ("int64", 2), ("uint64", 2)):
     COSTS[("mod", _dt, "const")] = [(INT, 3, "LEA.HI+LOP3+IADD3"), (FP32, 2, "IMAD.X")]
     COSTS[("truediv", _dt)] = COSTS[("truediv", "float64")]  # ints are converted to float64 first
     COSTS[("pow", _dt)] = [(FP32, 12, "IMAD"), (BRANCH, 3, "BRA")]
+# a signed 64-bit dividend the compiler cannot bound (cuda.grid(1), a loaded or computed int64; not a special
+# register widened from 32 bits, as in divergence_g*) also gets numba's overflow test (INT64_MIN // -1: ISETP.EQ
+# + ISETP.NE.AND.EX pairs, PLOP3, the result registers zeroed) inside one more BSSY/BSYNC: burst_read's
+# ``i // words_per_chunk`` and ``i % words_per_chunk`` run 50 and 42 instructions per warp in numba-cuda 0.30.4
+# + ptxas 13.5 SASS (132 for the kernel, the H100 records too), the bounded dividend's 41
+COSTS[("int64_min_check", "floordiv")] = [(INT, 7, "ISETP+PLOP3+IMAD.MOV (INT64_MIN // -1)"),
+                                          (BRANCH, 2, "BSSY+BSYNC")]
+COSTS[("int64_min_check", "mod")] = [(INT, 4, "ISETP+PLOP3 (INT64_MIN % -1)")]
 COSTS[("bitop", "bool")] = [(INT, 1, "PLOP3")]
 COSTS[("min", "bool")] = [(INT, 1, "PLOP3")]
 COSTS[("max", "bool")] = [(INT, 1, "PLOP3")]
