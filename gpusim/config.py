@@ -78,6 +78,11 @@ class ChipSpec:
     sm_clock_tensor_mhz: float = P("MHz", 0, 10_000, default=0.0)
     # DRAM bytes a launch reads besides its data on a cold cache: the kernel's code and constant banks
     launch_fetch_bytes: int = P("bytes", 0, 1 << 30, default=0)
+    # the first CTA of a launch on each SM waits this long before its warps issue, and CTAs the SM starts before
+    # then wait with it: the SM's instruction and constant caches are cold (Nsight's no_instruction and imc_miss)
+    code_fetch_cycles: int = P("cycles", 0, 1_000_000, default=0)
+    # ... plus this much per SM the launch starts at once (min(CTAs, SMs)): they all fetch the same code lines
+    code_fetch_per_sm_cycles: float = P("cycles", 0, 10_000, default=0.0)
     # the work distributor's throughput: CTAs started per cycle over the whole chip (0: unlimited).  It caps how
     # fast short-lived CTAs are replaced, so a kernel of many tiny CTAs runs below the occupancy its limits allow
     cta_dispatch_per_cycle: float = P("CTAs/cycle", 0, 1024, default=0.0)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .config import GPUConfig
-from .timing.engine import EngineResult
+from .timing.engine import EngineResult, code_fetch_cycles
 from .timing.sampling import ASKED, MIN_WAVES
 from .trace import WARP, KernelTrace, OpKind, Space, _POPCOUNT4
 
@@ -395,16 +395,22 @@ class Explanation:
         return format_explanation(self)
 
 
+def _fixed_cycles(rep: Report) -> float:
+    """A launch's cycles in which no SM runs its work: the launch overhead, the SMs' code fetch, the drain."""
+    return rep.engine.launch_overhead_cycles + rep.config.chip.drain_cycles + \
+        code_fetch_cycles(rep.config, rep.trace.n_ctas)
+
+
 def sm_units_busy(rep: Report) -> dict[str, float]:
-    """Busy share (%) of each SM unit over the kernel's run (its cycles after the launch overhead and before the
-    drain), averaged over the SMs and their sub-partitions: the warp schedulers' issue slots, each pipe (warp
-    instructions x clocks each takes on a sub-partition's share of the pipe), the tensor cores (MMA FLOP at the
-    preset's rate) and the L1/shared data stage (shared wavefronts + L1 sectors / 4 + the wgmma operands read from
+    """Busy share (%) of each SM unit over the kernel's run (its cycles after the launch overhead and the SMs' code
+    fetch, before the drain), averaged over the SMs and their sub-partitions: the warp schedulers' issue slots, each
+    pipe (warp instructions x clocks each takes on a sub-partition's share of the pipe), the tensor cores (MMA FLOP
+    at the preset's rate) and the L1/shared data stage (shared wavefronts + L1 sectors / 4 + the wgmma operands read from
     shared memory at ``tensor.operand_bytes_per_clk``, one 128 B wavefront per clock).  The largest is the SM's
     busiest unit (Nsight Compute's "SM throughput" in spirit)."""
     tr, gpu, res = rep.trace, rep.config, rep.engine
     sm = gpu.sm
-    run = max(1.0, float(res.cycles) - res.launch_overhead_cycles - gpu.chip.drain_cycles)
+    run = max(1.0, float(res.cycles) - _fixed_cycles(rep))
     n_sm = gpu.chip.sm_count
     slots = n_sm * sm.subpartitions * run
     c = trace_counts(tr)
@@ -477,15 +483,16 @@ def _limiter(rep: Report, saving: dict[str, float | None], units: dict[str, floa
             return best, f"{what}: a grid of whole waves would save {v:.0f}%"
         what = "bank conflicts" if s("bank_conflicts") >= s("divergence") else "divergence"
         return best, f"removing {what} saves {v:.0f}% (SM throughput); busiest SM unit: {busiest} {busy:.0f}% busy"
-    fixed = rep.engine.launch_overhead_cycles + rep.config.chip.drain_cycles
+    fixed = _fixed_cycles(rep)
     fixed_pct = 100.0 * fixed / max(1.0, float(rep.engine.cycles))
     if fixed_pct >= 50.0 and busy < 50.0:
-        return "latency", (f"launch overhead and drain are {fixed_pct:.0f}% of the cycles; no idealization saves "
-                           f"{SIGNIFICANT_PCT:.0f}%")
+        return "latency", (f"launch overhead, code fetch and drain are {fixed_pct:.0f}% of the cycles; no "
+                           f"idealization saves {SIGNIFICANT_PCT:.0f}%")
     if busy < 50.0:
         # nothing saturated and no single latency dominant: the launch, the CTAs' dispatch and the warps' chains
         return "latency", (f"no idealization saves {SIGNIFICANT_PCT:.0f}% and no SM unit is half busy (busiest: "
-                           f"{busiest} {busy:.0f}%): launch overhead and drain are {fixed_pct:.0f}% of the cycles, "
+                           f"{busiest} {busy:.0f}%): launch overhead, code fetch and drain are {fixed_pct:.0f}% of the "
+                           f"cycles, "
                            f"the rest the CTAs' dispatch and their warps' dependent latencies")
     return "compute", (f"no memory or occupancy idealization saves {SIGNIFICANT_PCT:.0f}%; busiest SM unit: "
                        f"{busiest} {busy:.0f}% busy")

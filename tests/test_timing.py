@@ -751,3 +751,29 @@ def test_the_write_batches_reproduce_the_loaded_dram_latency_record():
     one_by_one, chip = cycles_per_hop(dataclasses.replace(H100, dram=dataclasses.replace(H100.dram,
                                                                                         write_batch_bytes=0)))
     assert one_by_one < 0.93 * chip, (one_by_one, chip)
+
+
+def test_each_sm_s_first_ctas_wait_for_the_launch_s_code():
+    """chip.code_fetch_cycles + code_fetch_per_sm_cycles x min(CTAs, SMs): the warps of the CTAs an SM starts before
+    it has fetched the kernel's code and constants wait that long (stall no_instruction), and the CTAs it starts
+    later do not -- the kernel ends exactly that much later whether it has one wave or two.  The one-CTA-per-SM
+    record (records/ncu_cold_burst.json, 132 CTAs) shows 678 cycles per warp of no_instruction + imc_miss."""
+    import dataclasses
+    chip = H100.chip
+    cold = {n: chip.code_fetch_cycles + chip.code_fetch_per_sm_cycles * min(n, chip.sm_count) for n in (4, 4224)}
+    assert cold[4] == pytest.approx(166) and cold[4224] == pytest.approx(678)
+    warm = dataclasses.replace(H100, chip=dataclasses.replace(chip, code_fetch_cycles=0,
+                                                              code_fetch_per_sm_cycles=0.0))
+    for n, waves in ((4, 1), (4224, 2)):                     # 4224 CTAs of 128 threads: 16 per SM, two waves
+        hot, cool = run(alu_trace(n, n_inst=400), H100), run(alu_trace(n, n_inst=400), warm)
+        assert hot.cycles - cool.cycles == pytest.approx(cold[n], abs=1.0)
+        per_warp = hot.stall_cycles["no_instruction"] / (n * 4)
+        if waves == 1:
+            assert per_warp == pytest.approx(cold[n], rel=1e-6)
+        else:   # the first wave's CTAs start one after another (chip.cta_dispatch_per_cycle): the later wait less
+            assert 0 < per_warp < cold[n] / waves
+        assert cool.stall_cycles["no_instruction"] == 0
+    rec = _records("ncu_cold_burst.json")
+    m = rec["cases"]["cold_burst_c132_k1"]["kernels"][0]["metrics"]
+    measured = sum(m[f"smsp__average_warp_latency_issue_stalled_{r}.ratio"] for r in ("no_instruction", "imc_miss"))
+    assert measured == pytest.approx(cold[4224], rel=0.1)                     # 132 SMs start at once either way

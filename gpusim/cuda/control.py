@@ -446,7 +446,7 @@ class Control:
             self._rec(("range_setup",), line, deps)
             if not c.const:
                 self._rec(("range_setup_div",), line, deps)
-            self._open_loop(st, "range", True, ("unroll_setup",), line)
+            self._open_loop(st, "range", True, ("unroll_setup", "used") if used else ("unroll_setup",), line)
         return st
 
     def range_test(self, st, line) -> bool:

@@ -324,6 +324,11 @@ COSTS[("range_setup_div",)] = [(INT, 10, "ISETP+SEL+LOP3"), (FP32, 14, "IMAD.HI"
 # a runtime-unrolled loop computes ``trip % 4`` and the number of groups, and branches around the unrolled and
 # the remainder loops (math_fp32: 17 + 1 instructions between the range set-up and the unrolled body)
 COSTS[("unroll_setup",)] = [(INT, 11, "LOP3+ISETP+SEL+IADD3"), (FP32, 3, "IMAD.X"), (BRANCH, 3, "BRA")]
+# ... and when the body reads the loop variable, its value is carried beside the count: the remainder loop's and
+# the unrolled loop's starting values (IADD3 pairs, zeroed IMAD.MOVs; cold_burst's ``a[i + j * n]`` over ``range(k)``:
+# 90 instructions per warp at k = 1 in numba-cuda 0.30.4 + ptxas 13.5 SASS and on the H100, 80 without them)
+COSTS[("unroll_setup", "used")] = COSTS[("unroll_setup",)] + [(INT, 5, "IADD3+SEL (loop value)"),
+                                                              (FP32, 5, "IMAD.MOV+IMAD.X (loop value)")]
 # a countable ``while`` (grid-stride loop) has its trip count computed, (n - i + step - 1) // step, by the
 # same 32-bit division (grid_stride_copy, reduction_n16777216_b1056: pipe_xu 3)
 COSTS[("while_setup",)] = [(INT, 20, "ISETP+SEL+LOP3+IADD3"), (FP32, 20, "IMAD.HI"), (SFU, 3, "MUFU.RCP"),

@@ -27,12 +27,18 @@ from ..trace import KernelTrace, OpKind, OpTable, Pipe
 from .chip import build_wiring
 from .memory import MemorySystem
 from .occupancy import Occupancy, occupancy
-from .sm import (_ACOPY, _ALU, _ATOM, _BAR, _GSYNC, _LOAD, _LOCAL, _MEMBAR, _MMA, _SHARED, _STORE, CTA, SM,
+from .sm import (_ACOPY, _ALU, _ATOM, _BAR, _GSYNC, _LOAD, _LOCAL, _MEMBAR, _MMA, _NOINST, _SHARED, _STORE, CTA, SM,
                  STALL_REASONS, Warp, WarpScheduler)
 
 INF = math.inf
 _GLOBAL_KINDS = {_LOAD, _STORE, _ACOPY, _ATOM}
 _FP32 = int(Pipe.FP32)
+def code_fetch_cycles(gpu: GPUConfig, n_ctas: int) -> float:
+    """Cycles an SM's first CTAs of a launch of ``n_ctas`` CTAs wait for its cold instruction and constant caches
+    (``chip.code_fetch_cycles`` + ``code_fetch_per_sm_cycles`` x the SMs the launch starts at once)."""
+    return float(gpu.chip.code_fetch_cycles) + gpu.chip.code_fetch_per_sm_cycles * min(n_ctas, gpu.chip.sm_count)
+
+
 def _gpu_fence(label: str) -> bool:
     """Is the op a GPU- or system-scope memory fence (MEMBAR.*.GPU / .SYS), which holds its warp?"""
     return label.startswith("MEMBAR") and (".GPU" in label or ".SYS" in label)
@@ -115,6 +121,7 @@ class Engine:
         self.next_cta = 0
         self.n_ctas = trace.n_ctas
         self.all_dispatched = False
+        self.code_fetch = code_fetch_cycles(gpu, trace.n_ctas)
         rate = gpu.chip.cta_dispatch_per_cycle
         # cycles between two CTA starts (chip-wide); a vanishing rate is held to a finite (absurd) interval
         self.dispatch_interval = min(1.0 / rate, 1e12) if rate > 0 else 0.0
@@ -349,10 +356,19 @@ class Engine:
                 self.dispatch_free = t + self.dispatch_interval
             cta = CTA(cid, sm, table, local, t)
             wpc = table.warps_per_cta
+            t_go = t
+            if self.code_fetch:
+                # the SM's first CTAs wait for its instruction and constant caches to fill (cold at launch)
+                if sm.warm_at is None:
+                    sm.warm_at = t + self.code_fetch
+                if sm.warm_at > t:
+                    t_go = sm.warm_at
+                    self.stall_cycles[_NOINST] += (t_go - t) * wpc
             for i in range(wpc):
                 wi = local * wpc + i
                 stream, n_slots = self._stream(table, wi)
                 w = Warp(self._uid, cta, wi, i, stream, n_slots, t)
+                w.ready_at = t_go
                 slot = sm.warp_rr
                 sm.warp_rr += 1
                 w.slot = slot

@@ -30,7 +30,8 @@ QUANTUM = 32          # cycles a scheduler's local clock may run ahead of simpy'
 MAX_INTERVAL_INST = 512
 
 STALL_REASONS = ("selected", "not_selected", "long_scoreboard", "short_scoreboard", "barrier",
-                 "math_pipe_throttle", "wait", "lg_throttle", "mio_throttle", "tensor_wait", "drain", "membar")
+                 "math_pipe_throttle", "wait", "lg_throttle", "mio_throttle", "tensor_wait", "drain", "membar",
+                 "no_instruction")
 
 _ALU, _LOAD, _STORE, _ATOM, _BAR, _MMA, _ACOPY, _AWAIT, _GSYNC = (int(k) for k in (
     OpKind.ALU, OpKind.LOAD, OpKind.STORE, OpKind.ATOMIC, OpKind.BARRIER, OpKind.MMA, OpKind.ASYNC_COPY,
@@ -39,6 +40,7 @@ _MEMBAR = 100        # a GPU/system-scope fence (an ALU op labelled MEMBAR.*.GPU
 _SHARED, _LOCAL = int(Space.SHARED), int(Space.LOCAL)
 _LSU = int(Pipe.LSU)
 _DRAIN = STALL_REASONS.index("drain")
+_NOINST = STALL_REASONS.index("no_instruction")
 _TENSOR = int(Pipe.TENSOR)
 N_PIPES = len(Pipe)
 
@@ -394,3 +396,4 @@ class SM:
         self.ctas: list[CTA] = []
         self.warp_rr = 0
         self.resident_warps = 0
+        self.warm_at = None     # when the SM has the launch's code and constants (chip.code_fetch_cycles)

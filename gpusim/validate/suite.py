@@ -82,6 +82,7 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
     "kernels/tl_attention_naive.py": {"Z": 1, "H": 2, "N_CTX": 128},
     "kernels/burst_read.py": {"n": 1024},
     "kernels/rmw_stream.py": {"n": 3000},
+    "kernels/cold_burst.py": {"ctas": 3, "k": 2, "block": 64},
     "kernels/reg_hold_copy.py": {"n": 3000, "blocks": 3},
     "kernels/tl_relu.py": {"n": 5000},
     "kernels/tl_stream_rw.py": {"n": 5000},
@@ -270,6 +271,11 @@ def _build_cases() -> list[Case]:
             mib = (4 << p >> 20) * (4 if mode.startswith("rec") else 1)
             add(f"rmw_{mode}_n{1 << p}", "rmw_stream", {"n": 1 << p, "mode": mode}, "rmw",
                 f"{mode}: {mib} MiB {'of float64 records' if mode.startswith('rec') else 'of fp32'}, one thread each")
+    # ---- a burst of DRAM reads from idle: how fast a cold memory system serves the start of a short kernel
+    for ctas in (16, 132, 528, 1056):
+        for k in (1, 8):
+            add(f"cold_burst_c{ctas}_k{k}", "cold_burst", {"ctas": ctas, "k": k}, "cold_burst",
+                f"{ctas} CTAs of 256 threads read {k} coalesced fp32 each at once: {ctas * k} KiB from DRAM")
     # ---- spin locks and atomic round trips (kernels/tl_spinlock.py): the records behind the lock and fence timing
     for g in (1, 8, 64, 512):
         for w in (1, 4):
