@@ -55,6 +55,8 @@ class LoopLowering:
         regs = 0
         for t in values:
             if isinstance(t, C.tensor) and t.shape and not t.dtype.is_ptr():       # (pointers: ``addresses``)
+                if t.lsrc is not None and self.facts.get(t.lsrc).get("smem_box"):
+                    continue        # a TMA box that only feeds tl.dot never leaves shared memory
                 regs += -(-self.ept(t) * max(1, t.dtype.primitive_bitwidth) // 32)
         r = self._region()
         r.carry = max(r.carry, regs)

@@ -179,6 +179,7 @@ class TmaLowering:
         r = self._region()
         r.pipe[site] = bufs * tile_bytes
         r.pipe[(lp.key if pipelined else site, "mbarrier")] = bufs * K.MBARRIER_BYTES
+        f["smem_box"] = bool(f.get("dot_operand"))
         if not f.get("dot_operand") and shape:
             # consumed by math, not by the tensor cores: read from the shared buffer into registers
             numel = int(np.prod(shape))
