@@ -104,10 +104,12 @@ def test_rows_equal_direct_simulations(serial):
         assert r["occupancy_limiter"] == rep["occupancy_limiter"]
         assert r["flops"] == launch["flops"] and r["tflops"] == pytest.approx(launch["flops"] / r["us"] * 1e-6)
         assert r["gbps_min"] == pytest.approx(launch["min_bytes"] / r["us"] / 1e3)
-        cycles.add((r["gpu"], r["dram.efficiency"], r["cycles"]))
-    # the override reaches the engine: half the DRAM efficiency, a slower kernel
-    by = {(g, e): c for g, e, c in cycles}
-    assert by[("h100", 0.5)] > by[("h100", 0.9)]
+        cycles.add((r["gpu"], r["dram.efficiency"], r["BLOCK"], r["cycles"]))
+    # the override reaches the engine: half the DRAM efficiency, a slower kernel (for each block size)
+    by = {(g, e, b): c for g, e, b, c in cycles}
+    assert len(by) == 8
+    for b in (256, 1024):
+        assert by[("h100", 0.5, b)] > by[("h100", 0.9, b)]
     # the CSV holds the same numbers (floats written in full)
     for r, c in zip(res.rows, rows):
         assert int(c["cycles"]) == r["cycles"] and float(c["us"]) == r["us"] and c["status"] == "ok"
