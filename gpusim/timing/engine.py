@@ -2,7 +2,7 @@
 
 The CTA scheduler (the chip's work distributor) starts the grid after the launch overhead, fills every SM
 with as many CTAs as occupancy allows (CTA ``i`` of the first wave goes to SM ``i mod n``), and when a CTA
-retires it dispatches the next CTA in linear order to the freed SM after ``cta_launch_cycles`` -- so grids
+retires it dispatches the next CTA in linear order to the freed slot after ``cta_launch_cycles`` -- so grids
 larger than one wave run in waves, and a last partial wave leaves SMs idle (wave quantization).  The work
 distributor starts at most ``cta_dispatch_per_cycle`` CTAs per cycle chip-wide (a CTA's warps become ready at its
 start).  The kernel ends when the last CTA retires, plus a drain.  Each SM sub-partition's warp scheduler is
@@ -394,7 +394,7 @@ class Engine:
         ev.callbacks.append(lambda _ev, sm=sm: self._dispatch_and_wake(sm))
 
     def _dispatch_and_wake(self, sm: SM) -> None:
-        self._dispatch(sm, self.env.now)
+        self._dispatch(sm, self.env.now, limit=1)      # the slot one CTA gave back
         if self.all_dispatched:
             # idle schedulers with no warps may now finish
             for s in self.sms:
