@@ -19,6 +19,7 @@ import runpy
 import sys
 from pathlib import Path
 
+from .compilers._displaced import Displaced
 from .errors import KernelFileError
 
 #: the ``triton`` modules a script may import, and the gpusim modules that stand in for them
@@ -49,21 +50,19 @@ def triton_is_gpusim():
     mods = {}
     for real, ours in ALIASES.items():
         mods[real] = sys.modules.get(ours) or importlib.import_module(ours)
-    missing = object()
-    saved = {k: sys.modules.get(k, missing) for k in list(sys.modules) if k == "triton" or k.startswith("triton.")}
-    for k in saved:
+    guard = _NoOtherTriton()
+    # the real compiler gets the real modules back while it compiles a kernel launched inside this block
+    shelf = Displaced("triton", guard)
+    for k in list(shelf.real):
         sys.modules.pop(k, None)
     sys.modules.update(mods)
-    guard = _NoOtherTriton()
     sys.meta_path.insert(0, guard)
     try:
-        yield
+        with shelf:
+            yield
     finally:
         sys.meta_path.remove(guard)
-        for k in list(sys.modules):
-            if k == "triton" or k.startswith("triton."):
-                sys.modules.pop(k, None)
-        sys.modules.update({k: v for k, v in saved.items() if v is not missing})
+        shelf.restore()
 
 
 def run_script(path: str, gpu: str = "h100", save_path: str | None = "bench_out") -> dict:

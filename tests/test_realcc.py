@@ -414,3 +414,75 @@ def test_sass_reading_per_line_pipe_and_width():
     assert s["per_pipe"] == {"fp32": 2, "sfu": 1, "lsu": 3, "branch": 2, "uniform": 1, "other": 1}
     assert _sass.pipe_of("F2F.F64.F32") == "fp64" and _sass.pipe_of("ULDC.64") == "uniform"
     assert _sass.pipe_of("HGMMA.64x128x16.F32") == "tensor" and _sass.pipe_of("LOP3.LUT") == "int"
+
+
+# ---- scripts: their launches happen while gpusim's front ends stand in for triton / numba.cuda ------------------
+
+SCRIPT_TRITON = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    DEVICE = triton.runtime.driver.active.get_active_torch_device()
+    x = torch.rand(5000, device=DEVICE, dtype=torch.float16)
+    y = torch.rand(5000, device=DEVICE, dtype=torch.float16)
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(5000, 1024),)](x, y, out, 5000, BLOCK_SIZE=1024)
+    assert torch.equal(out, x + y)
+    try:
+        import triton.compiler          # the script itself still gets the stand-in's refusal
+    except ImportError:
+        print("REFUSED")
+''')
+
+SCRIPT_NUMBA = textwrap.dedent('''
+    import numpy as np
+    from numba import cuda
+
+    @cuda.jit
+    def axpy(a, x, y):
+        i = cuda.grid(1)
+        if i < x.size:
+            y[i] = a * x[i] + y[i]
+
+    x = np.arange(1000, dtype=np.float32)
+    y = np.ones(1000, dtype=np.float32)
+    axpy[4, 256](np.float32(2.0), x, y)
+    assert np.array_equal(y, 2 * np.arange(1000, dtype=np.float32) + 1)
+    print("numba.cuda is", cuda.__name__)
+''')
+
+
+@needs_triton
+def test_a_triton_script_gets_the_real_compiler(fresh_cache, tmp_path, capsys):
+    """A tutorial-style script run unchanged (``gpusim run script.py``) launches inside the stand-in for triton;
+    the compiler still compiles with the real Triton, and the stand-in stays in place for the script."""
+    from gpusim.cli import main
+    f = tmp_path / "add_script.py"
+    f.write_text(SCRIPT_TRITON)
+    assert main(["run", str(f), "--compiler", "real"]) == 0
+    out = capsys.readouterr().out
+    assert f"compiler: triton {triton.__version__}, sm_90a" in out and "REFUSED" in out
+    assert compilers.STATS["compiles"] >= 1 and list(fresh_cache.glob("*.cubin"))
+    import triton as after                                  # the real package is back after the script
+    assert after is triton and not after.__name__.startswith("gpusim")
+    assert hasattr(after, "compile")
+
+
+def test_a_numba_script_gets_the_real_compiler(numba_ok, fresh_cache, tmp_path, capsys):
+    from gpusim.cli import main
+    f = tmp_path / "axpy_script.py"
+    f.write_text(SCRIPT_NUMBA)
+    assert main(["run", str(f), "--compiler", "real"]) == 0
+    out = capsys.readouterr().out
+    assert "numba.cuda is gpusim.cuda" in out                # the script ran on the stand-in ...
+    assert "compiler: numba-cuda " in out and "compiler: built-in estimate" not in out   # ... compiled for real
+    assert list(fresh_cache.glob("*.cubin"))
+    import numba.cuda
+    assert numba.cuda.__name__.startswith("numba") and hasattr(numba.cuda, "compile_ptx")

@@ -20,12 +20,18 @@ import numpy as np
 
 from ..errors import CompileError, CompilerUnavailable
 from . import _cache, _sass, _tools
+from ._displaced import real_modules
 from ._result import Compiled
 
 _STATE: dict = {}
 
 
 def available() -> None:
+    with real_modules("numba.cuda"):
+        _available()
+
+
+def _available() -> None:
     if "error" in _STATE:
         raise CompilerUnavailable(_STATE["error"])
     if "ok" in _STATE:
@@ -58,6 +64,11 @@ def arch_name(cap: tuple) -> str:
 
 
 def key_parts(req) -> dict:
+    with real_modules("numba.cuda"):
+        return _key_parts(req)
+
+
+def _key_parts(req) -> dict:
     return {"frontend": "cuda", "numba-cuda": _version(), "cap": list(req.capability), "name": req.name,
             "source": _cache.fingerprint(req.py_func), "argtypes": req.argtypes, "options": req.options,
             "ptxas": [(p, _tools.version(p)) for p in _tools.candidates("ptxas")], "sass_schema": 1}
@@ -186,6 +197,11 @@ def numba_type(t):
 
 def compile(req) -> tuple[Compiled, bytes]:
     """(the result, the cubin)."""
+    with real_modules("numba.cuda"):
+        return _compile(req)
+
+
+def _compile(req) -> tuple[Compiled, bytes]:
     from numba import cuda
     cap = tuple(req.capability)
     opts = dict(req.options)

@@ -19,12 +19,18 @@ import types
 
 from ..errors import CompileError, CompilerUnavailable
 from . import _cache, _sass, _tools
+from ._displaced import real_modules
 from ._result import Compiled
 
 _STATE: dict = {}
 
 
 def available() -> None:
+    with real_modules("triton"):
+        _available()
+
+
+def _available() -> None:
     """Raise CompilerUnavailable (with the reason) when Triton cannot compile for CUDA here."""
     if "error" in _STATE:
         raise CompilerUnavailable(_STATE["error"])
@@ -67,6 +73,11 @@ def label(cap: tuple) -> str:
 
 
 def key_parts(req) -> dict:
+    with real_modules("triton"):
+        return _key_parts(req)
+
+
+def _key_parts(req) -> dict:
     return {"frontend": "triton", "triton": version(), "cap": list(req.capability), "name": req.name,
             "source": _cache.fingerprint(req.fn), "params": req.params, "options": req.options,
             "jit": req.jit_options, "ptxas": list(_STATE.get("ptxas") or _ptxas()),
@@ -193,6 +204,11 @@ def _stand_in(p):
 # ---- compile ---------------------------------------------------------------------------------------------------
 
 def compile(req) -> tuple[Compiled, bytes]:
+    with real_modules("triton"):
+        return _compile(req)
+
+
+def _compile(req) -> tuple[Compiled, bytes]:
     """(the result, the cubin)."""
     import triton
     from triton import knobs

@@ -53,27 +53,20 @@ def numba_cuda_is_gpusim():
         return
     import numba
     from .. import cuda as gcuda
-    missing = object()
-    saved = {k: sys.modules.get(k, missing) for k in _NUMBA_CUDA_MODULES}
-    attr = numba.__dict__.get("cuda", missing)
+    from ..compilers._displaced import MISSING, Displaced
+    guard = _NoOtherNumbaCuda()
+    # the compiler puts the real modules back while it compiles a kernel launched inside this block (a script)
+    shelf = Displaced("numba.cuda", guard, [[numba, "cuda", numba.__dict__.get("cuda", MISSING)]])
     sys.modules.update({"numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
                         "numba.cuda.cg": gcuda.cg})
     numba.cuda = gcuda
-    guard = _NoOtherNumbaCuda()
     sys.meta_path.insert(0, guard)
     try:
-        yield
+        with shelf:
+            yield
     finally:
         sys.meta_path.remove(guard)
-        for k, v in saved.items():
-            if v is missing:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
-        if attr is missing:
-            numba.__dict__.pop("cuda", None)
-        else:
-            numba.cuda = attr
+        shelf.restore()
 
 
 class _NoOtherNumbaCuda:
