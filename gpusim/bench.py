@@ -7,13 +7,17 @@ hands numba's simulator to ``from numba import cuda``; other ``triton.*`` module
 raise ImportError.  So ``triton.testing.do_bench`` returns simulated time and ``benchmark.run(...)`` prints the
 simulated table and writes its plotly chart (``--save-path DIR``, default ``bench_out``) without an edit to the
 file.  ``--gpu`` picks the preset (``triton.runtime.driver.active``).  Torch tensors stay on the CPU:
-``driver.active.get_active_torch_device()`` is ``cpu``.  A script that calls CUDA through torch
-(``torch.cuda.synchronize()``) fails at that line (a KernelFileError naming it).
+``driver.active.get_active_torch_device()`` is ``cpu``, and while the script runs the simulated GPU is torch's
+``cuda`` device (``torch_cuda_is_host``): ``device="cuda"``, ``.cuda()`` and ``.to("cuda")`` give host tensors,
+``tensor.is_cuda`` is true, and ``torch.cuda``'s queries (``is_available``, ``synchronize``,
+``get_device_properties`` ...) answer for the simulated GPU.  CUDA streams, events and graphs are not there (torch's
+own error, at the script's line).
 """
 from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import runpy
 import sys
@@ -65,6 +69,80 @@ def triton_is_gpusim():
         shelf.restore()
 
 
+class _DeviceProperties:
+    """``torch.cuda.get_device_properties(...)`` of the simulated GPU (the fields scripts read)."""
+
+    def __init__(self, cfg):
+        self.name = cfg.chip.name
+        self.major, self.minor = cfg.chip.compute_capability
+        self.multi_processor_count = cfg.chip.sm_count
+        self.warp_size = cfg.sm.warp_size
+        self.max_threads_per_multi_processor = cfg.sm.max_threads
+        self.regs_per_multiprocessor = cfg.sm.registers
+        self.shared_memory_per_block_optin = cfg.sm.max_shared_per_cta_bytes
+        self.shared_memory_per_multiprocessor = cfg.sm.max_shared_per_sm_bytes
+        self.L2_cache_size = cfg.l2.size_bytes
+
+    def __repr__(self) -> str:
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"multi_processor_count={self.multi_processor_count}, L2_cache_size={self.L2_cache_size >> 20}MB)")
+
+
+@contextlib.contextmanager
+def torch_cuda_is_host():
+    """Inside the block torch's ``cuda`` device is the simulated GPU, its tensors in host memory (see the module's
+    docstring); nothing happens when torch is not installed, or when it has a CUDA device of its own."""
+    if importlib.util.find_spec("torch") is None:
+        yield
+        return
+    import torch
+    if torch.cuda.is_available():
+        yield
+        return
+    from torch.overrides import TorchFunctionMode
+    from .triton.runtime import _current_gpu
+    is_cuda = torch._C.TensorBase.__dict__["is_cuda"]
+    cpu = torch.device("cpu")
+
+    def host(d):
+        if isinstance(d, torch.device):
+            return cpu if d.type == "cuda" else d
+        if isinstance(d, str) and (d == "cuda" or d.startswith("cuda:")):
+            return cpu
+        return d
+
+    class _CudaIsHost(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__self__", None) is is_cuda:
+                return True
+            if func is torch.Tensor.cuda:
+                return args[0]
+            kwargs = kwargs or {}
+            if "device" in kwargs:
+                kwargs = {**kwargs, "device": host(kwargs["device"])}
+            if func is torch.Tensor.to:
+                args = tuple(host(a) for a in args)
+            return func(*args, **kwargs)
+
+    answers = {
+        "is_available": lambda: True, "is_initialized": lambda: True, "device_count": lambda: 1,
+        "current_device": lambda: 0, "set_device": lambda device=None: None, "synchronize": lambda device=None: None,
+        "get_device_name": lambda device=None: _current_gpu().chip.name,
+        "get_device_capability": lambda device=None: tuple(_current_gpu().chip.compute_capability),
+        "get_device_properties": lambda device=None: _DeviceProperties(_current_gpu()),
+        "manual_seed": lambda seed: None, "manual_seed_all": lambda seed: None, "empty_cache": lambda: None,
+    }
+    saved = {k: torch.cuda.__dict__.get(k) for k in answers}
+    for k, f in answers.items():
+        setattr(torch.cuda, k, f)
+    try:
+        with _CudaIsHost():
+            yield
+    finally:
+        for k, f in saved.items():
+            setattr(torch.cuda, k, f)
+
+
 def run_script(path: str, gpu: str = "h100", save_path: str | None = "bench_out") -> dict:
     """Run a script as ``__main__`` with triton aliased to gpusim.triton on ``gpu``; its perf_report runs write
     under ``save_path`` (unless the script names its own).  Returns the script's globals."""
@@ -83,7 +161,7 @@ def run_script(path: str, gpu: str = "h100", save_path: str | None = "bench_out"
             os.environ["GPUSIM_BENCH_SAVE_PATH"] = save_path
         driver.active.set_gpu(cfg)
         sys.argv = [str(p)]
-        with _UserCode(str(p)), triton_is_gpusim():
+        with _UserCode(str(p)), triton_is_gpusim(), torch_cuda_is_host():
             return runpy.run_path(str(p), run_name="__main__")
     finally:
         sys.argv = old_argv

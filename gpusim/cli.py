@@ -105,7 +105,7 @@ def _run_script(a: argparse.Namespace, gpu, raw_params: dict) -> int:
     import contextlib
     import runpy
     from .api import session
-    from .bench import triton_is_gpusim
+    from .bench import torch_cuda_is_host, triton_is_gpusim
     from .cuda.stand_in import numba_cuda_is_gpusim
     from .errors import KernelFileError
     from .triton.runtime import driver
@@ -121,7 +121,7 @@ def _run_script(a: argparse.Namespace, gpu, raw_params: dict) -> int:
         driver.active.set_gpu(gpu)
         with session(gpu, record_timeline=bool(a.html or a.trace), exact=a.exact) as s, \
                 contextlib.redirect_stdout(out), _UserCode(a.file), compilers.use(a.compiler), \
-                numba_cuda_is_gpusim(), triton_is_gpusim():
+                numba_cuda_is_gpusim(), triton_is_gpusim(), torch_cuda_is_host():
             try:
                 runpy.run_path(a.file, run_name="__main__")
             except SystemExit as e:

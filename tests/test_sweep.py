@@ -359,3 +359,54 @@ def test_the_readme_example_spec_expands_to_its_points():
     assert pts[0] == {"gpu": "h100", "M": 256, "BM": 64, **fixed}
     assert pts[-1] == {"gpu": "h200", "M": 1024, "BM": 128, **fixed}
     assert "tflops" in sp.columns and "M" in sp.columns
+
+
+TORCH_CUDA_SCRIPT = '''\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+             mask=mask)
+
+
+def add(x, y):
+    output = torch.empty_like(x)
+    assert x.is_cuda and y.is_cuda and output.is_cuda
+    n_elements = output.numel()
+    add_kernel[lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)](x, y, output, n_elements, BLOCK_SIZE=1024)
+    return output
+
+
+assert torch.cuda.is_available()
+torch.manual_seed(0)
+x = torch.rand(98432, device="cuda")
+y = torch.rand(98432, device=torch.device("cuda:0")).cuda().to("cuda")
+out = add(x, y)
+torch.cuda.synchronize()
+assert torch.equal(out, x + y)
+props = torch.cuda.get_device_properties("cuda")
+print("SMS", props.multi_processor_count, torch.cuda.get_device_capability(), torch.cuda.get_device_name())
+'''
+
+
+def test_a_script_written_for_torch_on_cuda_runs_on_the_simulated_gpu(tmp_path, capsys):
+    """Public Triton code allocates with ``device="cuda"`` and asserts ``is_cuda``: under ``gpusim run`` on a host
+    whose torch has no CUDA, torch's cuda device is the simulated GPU (host memory); after the script it is not."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("torch has a CUDA device here: scripts use it unchanged")
+    script = tmp_path / "add_cuda.py"
+    script.write_text(TORCH_CUDA_SCRIPT)
+    assert main(["run", str(script), "--gpu", "h200"]) == 0
+    out = capsys.readouterr().out
+    h200 = load_gpu("h200")
+    assert f"SMS {h200.chip.sm_count} (9, 0) {h200.chip.name}" in out and "kernel add_kernel" in out
+    assert not torch.cuda.is_available()                    # undone after the script
+    with pytest.raises((AssertionError, RuntimeError)):
+        torch.rand(4, device="cuda")
