@@ -281,6 +281,15 @@ def test_perf_report_prints_rows_and_writes_html(tmp_path, capsys):
     assert [int(r["size"]) for r in csv_rows] == sizes and csv_rows[0]["NumPy (GB/s)"] == ""
 
 
+ADD_KERNEL = '''\
+@triton.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+             mask=mask)
+'''
+
 TUTORIAL = '''\
 import numpy as np
 import triton
@@ -289,13 +298,7 @@ import triton.language as tl
 DEVICE = triton.runtime.driver.active.get_active_torch_device()
 
 
-@triton.jit
-def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
-             mask=mask)
-
+''' + ADD_KERNEL + '''
 
 def add(x, y):
     output = np.empty_like(x)
@@ -367,13 +370,7 @@ import triton
 import triton.language as tl
 
 
-@triton.jit
-def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    tl.store(output_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
-             mask=mask)
-
+''' + ADD_KERNEL + '''
 
 def add(x, y):
     output = torch.empty_like(x)
