@@ -486,3 +486,41 @@ def test_a_numba_script_gets_the_real_compiler(numba_ok, fresh_cache, tmp_path, 
     assert list(fresh_cache.glob("*.cubin"))
     import numba.cuda
     assert numba.cuda.__name__.startswith("numba") and hasattr(numba.cuda, "compile_ptx")
+
+
+def test_a_kernel_built_by_a_factory_compiles_with_its_closure_rebound(numba_ok, fresh_cache):
+    """``cuda.reduce``'s kernel refers to gpusim.cuda and its device functions through closure variables; the real
+    compiler gets numba-cuda's (before: 'cuda.shared.array.targetoptions.get can only be used inside a kernel')."""
+    from gpusim import cuda as gcuda
+    from gpusim import session
+    red = gcuda.reduce(lambda a, b: a + b)
+    with compilers.use("real"), session() as s:
+        total = red(np.arange(1000.0))
+    assert total == pytest.approx(499500.0)
+    assert s.reports and all(r.context["compiler"].startswith("numba-cuda ") for r in s.reports)
+    assert all(r["registers_per_thread"] >= 16 for r in s.reports)
+
+
+NUM_STAGES_PARAM = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def k(x_ptr, n, BLOCK: tl.constexpr, num_stages: tl.constexpr):
+        for i in tl.range(tl.program_id(0), n, tl.num_programs(0), num_stages=num_stages):
+            tl.store(x_ptr + i, i)
+''')
+
+
+@needs_triton
+def test_a_kernel_parameter_named_like_a_launch_option_binds_the_parameter(fresh_cache, tmp_path):
+    """Tutorial 02's kernel takes ``num_stages: tl.constexpr``: Triton binds the launch's ``num_stages`` to the
+    parameter (the compile option keeps its default); gpusim's request passed it twice ('multiple values')."""
+    from gpusim.cli import load_kernel_file
+    f = tmp_path / "ns_kernel.py"
+    f.write_text(NUM_STAGES_PARAM + "\n\ndef launch():\n    import numpy as np\n    x = np.zeros(100, np.float32)\n"
+                 "    return {'kernel': k, 'grid': (4,), 'args': [x, 100], 'meta': {'BLOCK': 16, 'num_stages': 2}}\n")
+    L = load_kernel_file(str(f)).launch()
+    tr = _triton_trace(L, mode="real")
+    c = tr.meta["compiler"]
+    assert c["used"] == "real" and c["registers"] == _cuobjdump(str(next(fresh_cache.glob("*.cubin"))))["REG"]

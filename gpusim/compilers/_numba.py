@@ -123,7 +123,8 @@ def _rebind(name: str, v):
 
 
 def rebuilt(fn: types.FunctionType) -> types.FunctionType:
-    """``fn`` with its gpusim.cuda globals bound to numba-cuda's (``fn`` itself when it has none)."""
+    """``fn`` with its gpusim.cuda globals and closure variables (a kernel built by a factory, as ``cuda.reduce``'s)
+    bound to numba-cuda's (``fn`` itself when it has none)."""
     names = [n for n in _cache._names(fn.__code__) if n in fn.__globals__]
     g = None
     for n in names:
@@ -133,9 +134,22 @@ def rebuilt(fn: types.FunctionType) -> types.FunctionType:
             if g is None:
                 g = dict(fn.__globals__)
             g[n] = nv
-    if g is None:
+    cells = fn.__closure__
+    if cells:
+        new = []
+        for n, c in zip(fn.__code__.co_freevars, cells):
+            try:
+                v = c.cell_contents
+            except ValueError:                           # not bound yet
+                new.append(c)
+                continue
+            nv = _rebind(n, v)
+            new.append(c if nv is v else types.CellType(nv))
+        if any(a is not b for a, b in zip(new, cells)):
+            cells = tuple(new)
+    if g is None and cells is fn.__closure__:
         return fn
-    f = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+    f = types.FunctionType(fn.__code__, g if g is not None else fn.__globals__, fn.__name__, fn.__defaults__, cells)
     f.__kwdefaults__ = fn.__kwdefaults__
     f.__module__ = fn.__module__
     f.__qualname__ = fn.__qualname__

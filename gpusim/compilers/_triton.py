@@ -225,7 +225,10 @@ def _compile(req) -> tuple[Compiled, bytes]:
         jf = jit_of(req.fn, req.jit_options)
         binder = create_function_from_signature(jf.signature, jf.params, backend)
         args = [_stand_in(p) for p in req.params]
-        opts = dict(req.options)
+        # a kernel parameter named as a launch option (tutorial 02's ``num_stages: tl.constexpr``) takes the value,
+        # as Triton's launcher binds it: the option keeps its default
+        names = {p.name for p in jf.params}
+        opts = {k: v for k, v in req.options.items() if k not in names}
         bound, specialization, options = binder(*args, **opts)
         options, signature, constexprs, attrs = jf._pack_args(backend, opts, bound, specialization, options)
     except CompilerUnavailable:

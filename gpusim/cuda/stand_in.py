@@ -7,7 +7,7 @@ import ctypes.util
 import importlib.util
 import sys
 
-_NUMBA_CUDA_MODULES = ("numba.cuda", "numba.cuda.random", "numba.cuda.types", "numba.cuda.cg")
+_NUMBA_CUDA_MODULES = ("numba.cuda", "numba.cuda.random", "numba.cuda.types", "numba.cuda.cg", "numba.cuda.vectorizers")
 
 
 @contextlib.contextmanager
@@ -24,8 +24,10 @@ def _numba_shim():
         v = getattr(gcuda.types, name)
         if not name.startswith("_") and not isinstance(v, _t.ModuleType) and not hasattr(shim, name):
             setattr(shim, name, v)
+    from . import vectorizers
+    shim.vectorize, shim.guvectorize = vectorizers.vectorize, vectorizers.guvectorize
     mods = {"numba": shim, "numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
-            "numba.cuda.cg": gcuda.cg, "numba.types": gcuda.types}
+            "numba.cuda.cg": gcuda.cg, "numba.types": gcuda.types, "numba.cuda.vectorizers": vectorizers}
     saved = {k: sys.modules.get(k) for k in mods}
     sys.modules.update(mods)
     try:
@@ -57,8 +59,9 @@ def numba_cuda_is_gpusim():
     guard = _NoOtherNumbaCuda()
     # the compiler puts the real modules back while it compiles a kernel launched inside this block (a script)
     shelf = Displaced("numba.cuda", guard, [[numba, "cuda", numba.__dict__.get("cuda", MISSING)]])
+    from . import vectorizers
     sys.modules.update({"numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
-                        "numba.cuda.cg": gcuda.cg})
+                        "numba.cuda.cg": gcuda.cg, "numba.cuda.vectorizers": vectorizers})
     numba.cuda = gcuda
     sys.meta_path.insert(0, guard)
     try:

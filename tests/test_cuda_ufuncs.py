@@ -1,0 +1,94 @@
+"""CUDA ufuncs (gpusim.cuda.vectorizers): numba's ``@vectorize(..., target='cuda')`` and ``@guvectorize(...,
+target='cuda')`` in a script run by ``gpusim run``: the results numpy gives, the loop numpy's type resolution
+picks, and one simulated launch per call with ``forall``'s block size."""
+import textwrap
+
+import numpy as np
+import pytest
+
+from gpusim import cuda, session
+from gpusim.cuda import vectorizers
+from gpusim.cuda.launch import FORALL_BLOCK
+
+SCRIPT = textwrap.dedent('''
+    import math
+    import numpy as np
+    from numba import vectorize, guvectorize, cuda
+
+    @vectorize(['float32(float32, float32, float32)', 'float64(float64, float64, float64)'], target='cuda')
+    def cu_discriminant(a, b, c):
+        return math.sqrt(b ** 2 - 4 * a * c)
+
+    rng = np.random.default_rng(0)
+    A, B, C = (rng.random(1000).astype(np.float32) for _ in range(3))
+    B += 10
+    D = cu_discriminant(A, B, C)
+    assert D.dtype == np.float32 and np.allclose(D, np.sqrt(B ** 2 - 4 * A * C), rtol=1e-6)
+
+    @guvectorize(['void(float32[:,:], float32[:,:], float32[:,:])'], '(m,n),(n,p)->(m,p)', target='cuda')
+    def matmulcore(A, B, C):
+        m, n = A.shape
+        n, p = B.shape
+        for i in range(m):
+            for j in range(p):
+                C[i, j] = 0
+                for k in range(n):
+                    C[i, j] += A[i, k] * B[k, j]
+
+    X = rng.random((300, 4, 5)).astype(np.float32)
+    Y = rng.random((300, 5, 3)).astype(np.float32)
+    assert np.allclose(matmulcore(X, Y), X @ Y, atol=1e-5)
+    print("UFUNCS OK")
+''')
+
+
+def test_a_numba_docs_ufunc_script_runs_and_each_call_is_a_launch(tmp_path, capsys):
+    pytest.importorskip("numba")
+    from gpusim.cli import main
+    f = tmp_path / "ufuncs.py"
+    f.write_text(SCRIPT)
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    out = capsys.readouterr().out
+    assert "UFUNCS OK" in out
+    # the elementwise kernel: one thread per element, forall's blocks; the gufunc: one thread per loop index
+    assert f"kernel __vectorized_cu_discriminant on NVIDIA H100 SXM5 80GB  grid ({-(-1000 // FORALL_BLOCK)}, 1, 1)" \
+        f" block ({FORALL_BLOCK}, 1, 1)" in out
+    assert f"kernel __gufunc_matmulcore on NVIDIA H100 SXM5 80GB  grid ({-(-300 // FORALL_BLOCK)}, 1, 1)" in out
+
+
+def _ufunc(fn, sigs):
+    v = vectorizers.CUDAVectorize(fn)
+    for s in sigs:
+        v.add(s)
+    return v.build_ufunc()
+
+
+def test_the_loop_follows_numpys_type_resolution_and_python_scalars_are_weak():
+    def mx(a, b):
+        return a if a > b else b
+    f = _ufunc(mx, ["int32(int32, int32)", "float64(float64, float64)"])
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    r = f(x, 5)                                       # a Python int goes with the int32 loop
+    assert r.dtype == np.int32 and r.shape == (3, 4) and np.array_equal(r, np.maximum(x, 5))
+    assert f(np.ones(3, np.int16), np.zeros(3, np.int32)).dtype == np.int32      # int16 casts safely to int32
+    assert f(np.ones(3), np.zeros(3, np.int32)).dtype == np.float64
+    d = f(cuda.to_device(np.arange(4.0)), 2.0)        # device arrays in: a device array out
+    assert isinstance(d, cuda.DeviceNDArray) and np.array_equal(d.copy_to_host(), [2.0, 2.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="no loop for inputs"):
+        f(np.ones(3, np.complex64), np.ones(3, np.complex64))
+
+
+def test_a_gufunc_with_scalar_core_dimensions():
+    def total(a, res):
+        s = 0.0
+        for i in range(a.shape[0]):
+            s += a[i]
+        res[0] = s
+    g = vectorizers.CUDAGUFuncVectorize(total, "(n)->()")
+    g.add("void(float64[:], float64[:])")
+    gu = g.build_ufunc()
+    a = np.arange(12.0).reshape(3, 4)
+    with session() as s:
+        t = gu(a)
+    assert t.shape == (3,) and np.allclose(t, a.sum(axis=1))
+    assert len(s.reports) == 1 and list(s.reports[0].context["grid"]) == [1, 1, 1]
