@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .cuda.stand_in import numba_cuda_is_gpusim as _numba_cuda_is_gpusim
-from .errors import GpusimError, KernelFileError, UsageError
+from .errors import GpusimError, KernelFileError, LaunchError, UsageError
 
 _GPUSIM_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIB_DIRS = tuple({os.path.abspath(d) for d in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
@@ -54,6 +54,28 @@ def _user_frame(exc: BaseException, kernel_file: str) -> tuple[str, int, str] | 
     return None
 
 
+def _calling_frame(exc: BaseException, kernel_file: str) -> tuple[str, int] | None:
+    """(file, line) of the innermost frame of the user's code in the traceback of an exception gpusim raised: the
+    line whose call led into gpusim (library frames, such as numba's decorators, passed over)."""
+    found = None
+    for fs in traceback.extract_tb(exc.__traceback__):
+        fn = fs.filename
+        if not os.path.isabs(fn) and not os.path.exists(fn):
+            continue
+        a = os.path.abspath(fn)
+        if a.startswith(_GPUSIM_DIR + os.sep) or a.startswith(_LIB_DIRS) or "site-packages" in a \
+                or "dist-packages" in a:
+            continue
+        found = (fn, fs.lineno or 0)
+    return found
+
+
+def _located(msg: str) -> bool:
+    """Does the message start with a ``file:line`` (or ``file``) of its own?"""
+    head = msg.split(": ", 1)[0]
+    return ".py" in head
+
+
 def _exc_text(exc: BaseException) -> str:
     msg = str(exc)
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
@@ -85,6 +107,11 @@ class _UserCode:
         return self
 
     def __exit__(self, tp, exc, tb):
+        if isinstance(exc, LaunchError) and not _located(str(exc)):
+            fr = _calling_frame(exc, self.path)             # the user's line that made the refused launch
+            if fr is not None:
+                exc.args = (f"{_shown(fr[0])}:{fr[1]}: {exc.args[0] if exc.args else ''}",) + exc.args[1:]
+            return False
         if exc is None or isinstance(exc, (GpusimError, KeyboardInterrupt, SystemExit)) or \
                 not isinstance(exc, Exception):
             return False

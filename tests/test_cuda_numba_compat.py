@@ -615,3 +615,83 @@ def test_foreign_functions_are_refused_with_the_fix():
     msg = str(e.value)
     assert "mul_f32_f32" in msg and "functions.cu" in msg and "@cuda.jit(device=True)" in msg
     assert f"{_doc_kernel_path('nb_ffi')}:" in msg and "multiply_vectors" in msg
+
+
+# ---- host API and kernel print, as public numba-cuda code uses them ------------------------------------------------
+
+def test_torch_tensors_are_kernel_arguments_and_as_cuda_array_views_them():
+    torch = pytest.importorskip("torch")
+
+    @cuda.jit
+    def twice(x):
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            x[i] *= 2
+
+    t = torch.ones(10)
+    twice[1, 32](t)                                      # written in place, as through __cuda_array_interface__
+    assert torch.equal(t, torch.full((10,), 2.0))
+    v = cuda.as_cuda_array(t)
+    assert cuda.is_cuda_array(t) and not cuda.is_cuda_array(np.ones(3)) and v.shape == (10,)
+    twice[1, 32](v)
+    assert torch.equal(t, torch.full((10,), 4.0))        # a view: no copy
+    with pytest.raises(TypeError, match="not an array"):
+        cuda.as_cuda_array(3.0)
+
+
+def test_pinned_libdevice_and_f_order_copies():
+    from numba.cuda import libdevice as _nb_libdevice  # noqa: F401  (the real module exists beside ours)
+    from gpusim.cuda import libdevice
+
+    @cuda.jit
+    def k(x, y):
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            y[i] = libdevice.sinf(x[i]) + libdevice.fmaxf(x[i], 0.5)
+
+    x = np.linspace(0, 1, 8, dtype=np.float32)
+    y = np.zeros_like(x)
+    with cuda.pinned(x, y):
+        k[1, 8](x, y)
+    assert y.dtype == np.float32 and np.allclose(y, np.sin(x) + np.maximum(x, 0.5), rtol=1e-6)
+    f = cuda.device_array((3, 4), dtype=np.float64, order="F")
+    assert f.copy_to_host().strides == f.strides == (8, 24)
+
+
+def test_print_in_a_kernel_prints_each_active_thread(tmp_path, capsys):
+    from gpusim.cli import main
+    src = tmp_path / "hello.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit
+        def hello(a):
+            i = cuda.grid(1)
+            if i % 16 == 3:
+                print("thread", i, a[i], (i, a[i] > 1.0))
+
+        hello[2, 32](np.arange(64.0))
+    '''))
+    assert main(["run", str(src), "--compiler", "builtin"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("thread ")]
+    assert lines == [f"thread {i} {float(i):f} ({i}, {i > 1})" for i in (3, 19, 35, 51)]
+
+
+def test_a_refused_launch_in_a_script_names_the_scripts_line(tmp_path, capsys):
+    from gpusim.cli import main
+    src = tmp_path / "bad_launch.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit
+        def k(a):
+            a[0] = 1
+
+        k[1, 32](object())
+    '''))
+    assert main(["run", str(src)]) != 0
+    err = capsys.readouterr().err
+    assert f"{src}:9: argument 'a' of kernel 'k': unsupported type object" in err or \
+        "bad_launch.py:9: argument 'a' of kernel 'k': unsupported type object" in err

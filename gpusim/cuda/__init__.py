@@ -39,14 +39,15 @@ types in ``cuda.jit`` signatures).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import types as _types
 
 import numpy as np
 
-from . import cg, random, types
+from . import cg, libdevice, random, types
 from .launch import DEFAULT_GPU, Kernel, jit, trace_launch
-from .memory import DeviceNDArray
+from .memory import DeviceNDArray, as_device_storage
 from .device import (Device, close, current_context, defer_cleanup, event, event_elapsed_time, get_current_device,
                      gpus, profile_start, profile_stop, select_device)
 from . import reduction as _reduction
@@ -59,7 +60,7 @@ reduce = Reduce
 _reduction.register_package(sys.modules[__name__])
 
 __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "device_array", "device_array_like",
-           "pinned_array", "mapped_array", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
+           "pinned_array", "mapped_array", "pinned", "as_cuda_array", "is_cuda_array", "libdevice", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
            "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
            "syncthreads", "syncwarp", "ldca", "ldcg", "ldcs", "ldlu", "ldcv", "stcg", "stcs", "stwb", "stwt",
            "stream", "detect", "reference_run", "cg", "random", "types", "reduce", "managed_array", "event",
@@ -103,6 +104,28 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
 
 def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0, attach_global=True):
     return np.zeros(shape, dtype=dtype, order=order)
+
+
+def as_cuda_array(obj, sync=True):
+    """numba's ``cuda.as_cuda_array``: a device array viewing ``obj``'s memory without a copy (a gpusim device
+    array, a torch tensor on the simulated GPU, any object with the CUDA or numpy array interface)."""
+    if isinstance(obj, DeviceNDArray):
+        return obj
+    st = as_device_storage(obj)
+    if st is None:
+        raise TypeError(f"as_cuda_array: {type(obj).__name__} is not an array (it has no __cuda_array_interface__)")
+    return DeviceNDArray(st)
+
+
+def is_cuda_array(obj) -> bool:
+    """numba's ``cuda.is_cuda_array``: can ``as_cuda_array`` view it."""
+    return isinstance(obj, DeviceNDArray) or as_device_storage(obj) is not None and not isinstance(obj, np.ndarray)
+
+
+@contextlib.contextmanager
+def pinned(*arylist):
+    """numba's ``with cuda.pinned(a, b):`` (page-locks host arrays for the block): nothing to do here."""
+    yield
 
 
 def synchronize():

@@ -166,13 +166,46 @@ class DeviceLibrary:
                 acc = self.binop("add", acc, x, line)
         return acc if acc is not None else const(np.float64(0.0) if arr.dtype.kind == "f" else 0)
 
-    def print_check(self, values, names, line) -> None:
-        """``print(x)`` of a local: numba-cuda's printf has no format for an array."""
+    def kprint(self, values, names, line) -> None:
+        """``print(a, b, ...)`` in a kernel: numba-cuda's printf, one line per active thread (here in block, then
+        thread order; on the GPU the order varies), floats as ``%f``, integers as ``%d``, strings as they are.
+        Arrays have no format (a compile error, as numba-cuda's).  It costs no instructions here."""
+        from .values import kind_name
+        cols = []
         for v, nm in zip(values, names):
             if isinstance(v, (ArrayRef, SubArray)):
-                from .values import kind_name
                 raise self._err(CompileError, f"printing unimplemented for values of type {kind_name(v)} "
                                 f"({nm!r}: numba-cuda prints numbers and strings)", line)
+            cols.append(v)
+        m = self.mask
+        if m is EMPTY:
+            return None
+        shape = (self.C, self.P)
+        act = np.broadcast_to(m.a if m.a is not None else True, shape)
+        if self.L.exist is not None:
+            act = act & np.broadcast_to(self.L.exist, shape)
+
+        def fmt(x) -> str:
+            if isinstance(x, str):
+                return x
+            if isinstance(x, tuple):
+                return "(" + ", ".join(fmt(y) for y in x) + ")"
+            x = np.asarray(x).item() if np.ndim(x) == 0 else x
+            if isinstance(x, (bool, np.bool_)):
+                return "True" if x else "False"
+            if isinstance(x, (float, np.floating)):
+                return "%f" % x
+            return str(x)
+
+        def at(v, c, p):
+            if type(v) is V:
+                a = np.asarray(v.v)
+                return a.item() if a.ndim == 0 else np.broadcast_to(a, shape)[c, p]
+            if isinstance(v, tuple):
+                return tuple(at(x, c, p) for x in v)
+            return v
+        for c, p in zip(*np.nonzero(act)):
+            print(" ".join(fmt(at(v, c, p)) for v in cols))
         return None
 
     def isinst(self, obj, spec, line) -> V:

@@ -110,7 +110,7 @@ class DeviceNDArray:
 
     def copy_to_host(self, ary: np.ndarray | None = None, stream=0) -> np.ndarray:
         if ary is None:
-            return self._ary.copy()
+            return self._ary.copy(order="K")        # the device array's layout (an F-order array stays F-order)
         if ary.shape != self._ary.shape:
             raise ValueError(f"copy_to_host: shape {ary.shape} differs from the device array's {self._ary.shape}")
         np.copyto(ary, self._ary, casting="no")
@@ -164,6 +164,12 @@ def as_device_storage(x) -> np.ndarray | None:
     a = getattr(x, "_ary", None)            # numba's simulator FakeCUDAArray
     if isinstance(a, np.ndarray):
         return a
+    if (type(x).__module__ or "").startswith("torch") and hasattr(x, "numpy") and hasattr(x, "detach"):
+        # a torch tensor (host memory: under gpusim torch's cuda device is the host's): kernels write it in place
+        try:
+            return x.detach().numpy()
+        except Exception:                   # noqa: BLE001 - a tensor numpy cannot view (on a real GPU, bf16...)
+            return None
     if hasattr(x, "__cuda_array_interface__") or hasattr(x, "__array_interface__") and not np.isscalar(x):
         try:
             return np.asarray(x)

@@ -103,7 +103,7 @@ def classify(obj):
         n = obj.__name__
         if n in ("numba.cuda", "gpusim.cuda") or n.endswith(".numba.cuda"):
             return ("cuda", ())
-        if n == "math":
+        if n == "math" or n in ("gpusim.cuda.libdevice", "numba.cuda.libdevice"):
             return ("math", obj)
         if n == "cmath":
             return ("cmath", obj)

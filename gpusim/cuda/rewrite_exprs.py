@@ -305,11 +305,11 @@ class ExpressionRewriter:
                         and isinstance(a.left.value, str):
                     raise self.compile_error("'%' formatting in print(): numba-cuda has no mod(str, ...) (print "
                                              "the values as separate arguments)", a)
-            names = [a for a in n.args if isinstance(a, ast.Name) and a.id in self.locals]
-            if names:           # numba prints numbers and tuples, not arrays (values not otherwise evaluated)
-                return _rt("print_check", ast.Tuple(elts=[_load(a.id) for a in names], ctx=ast.Load()),
-                           _c(tuple(a.id for a in names)), _c(line))
-            return _c(None)         # printf from a kernel: accepted, prints nothing (arguments not evaluated)
+            # printf from a kernel: one line per active thread (numba prints numbers, strings and tuples)
+            items = [_c(a.value) if isinstance(a, ast.Constant) and isinstance(a.value, str) else self.expr(a)
+                     for a in n.args]
+            return _rt("kprint", ast.Tuple(elts=items, ctx=ast.Load()),
+                       _c(tuple(ast.unparse(a) for a in n.args)), _c(line))
         if kind == "builtin" and tag[1] == "float" and len(n.args) == 1 and isinstance(n.args[0], ast.Constant) \
                 and isinstance(n.args[0].value, str):
             try:

@@ -7,7 +7,8 @@ import ctypes.util
 import importlib.util
 import sys
 
-_NUMBA_CUDA_MODULES = ("numba.cuda", "numba.cuda.random", "numba.cuda.types", "numba.cuda.cg", "numba.cuda.vectorizers")
+_NUMBA_CUDA_MODULES = ("numba.cuda", "numba.cuda.random", "numba.cuda.types", "numba.cuda.cg", "numba.cuda.vectorizers",
+                       "numba.cuda.libdevice")
 
 
 @contextlib.contextmanager
@@ -27,7 +28,8 @@ def _numba_shim():
     from . import vectorizers
     shim.vectorize, shim.guvectorize = vectorizers.vectorize, vectorizers.guvectorize
     mods = {"numba": shim, "numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
-            "numba.cuda.cg": gcuda.cg, "numba.types": gcuda.types, "numba.cuda.vectorizers": vectorizers}
+            "numba.cuda.cg": gcuda.cg, "numba.types": gcuda.types, "numba.cuda.vectorizers": vectorizers,
+            "numba.cuda.libdevice": gcuda.libdevice}
     saved = {k: sys.modules.get(k) for k in mods}
     sys.modules.update(mods)
     try:
@@ -61,7 +63,8 @@ def numba_cuda_is_gpusim():
     shelf = Displaced("numba.cuda", guard, [[numba, "cuda", numba.__dict__.get("cuda", MISSING)]])
     from . import vectorizers
     sys.modules.update({"numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
-                        "numba.cuda.cg": gcuda.cg, "numba.cuda.vectorizers": vectorizers})
+                        "numba.cuda.cg": gcuda.cg, "numba.cuda.vectorizers": vectorizers,
+                        "numba.cuda.libdevice": gcuda.libdevice})
     numba.cuda = gcuda
     sys.meta_path.insert(0, guard)
     try:

@@ -216,6 +216,9 @@ def typeof(value) -> Type:
     if isinstance(value, tuple):
         return Tuple(tuple(typeof(v) for v in value))
     a = getattr(value, "_ary", value)
+    if not isinstance(a, np.ndarray) and (type(value).__module__ or "").startswith("torch"):
+        from .memory import as_device_storage     # a torch tensor: typed as the array it is (numba reads its
+        a = as_device_storage(value)               # __cuda_array_interface__ on a GPU)
     if isinstance(a, np.ndarray):
         layout = "C" if a.flags.c_contiguous else ("F" if a.flags.f_contiguous else "A")
         return Array(from_dtype(a.dtype), a.ndim, layout)
