@@ -533,6 +533,55 @@ def k(a, n):
     a[0] = s[0]
 """, AN, expect="reject", names=('shared.array',))
 
+case("shared_array_shape_computed_from_globals", """
+BLOCK = 32
+RADIUS = 3
+
+
+@cuda.jit
+def k(a):
+    s = cuda.shared.array(BLOCK + 2 * RADIUS, np.float32)
+    s[0] = 1.0
+    a[0] = s[0]
+""", expect="reject", names=('shared.array',))
+
+case("shared_array_padded_tile_shape", """
+TILE = 16
+
+
+@cuda.jit
+def k(a):
+    s = cuda.shared.array((TILE, TILE + 1), np.float32)
+    s[0, 0] = 1.0
+    a[0] = s[0, 0]
+""", expect="reject", names=('shared.array',))
+
+case("shared_array_shape_folded_from_literals", """
+@cuda.jit
+def k(a):
+    s = cuda.shared.array(64 * 33, np.float32)
+    s[0] = 1.0
+    a[0] = s[0]
+""")
+
+case("syncthreads_count_of_a_comparison", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    c = cuda.syncthreads_count(a[i] > 1.0)
+    if i == 0:
+        a[0] = c
+""", expect="reject", names=('syncthreads_count',))
+
+case("syncthreads_or_of_an_int", """
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    c = cuda.syncthreads_or(1 if a[i] > 1.0 else 0)
+    if i == 0:
+        a[0] = c
+""")
+
 case("shared_array_python_float_dtype", """
 @cuda.jit
 def k(a):

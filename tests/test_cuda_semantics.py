@@ -681,7 +681,7 @@ def k_warp_ops(a, out):
     out[i, 1] = cuda.shfl_sync(0xffffffff, v, 0)
     out[i, 2] = cuda.shfl_xor_sync(0xffffffff, v, 1)
     out[i, 3] = cuda.ballot_sync(0xffffffff, v > 10)
-    out[i, 4] = cuda.syncthreads_count(v > 10)
+    out[i, 4] = cuda.syncthreads_count(1 if v > 10 else 0)   # an int: numba-cuda refuses a bool
     out[i, 5] = cuda.laneid
 
 

@@ -14,6 +14,7 @@ import ast
 
 import numpy as np
 
+from .analysis import _contains
 from .astgen import _BINOPS, _CMPOPS, _CONSTRUCT_NAMES, _UNOPS, _c, _lam, _load, _rt, _store
 from .resolve import _CUDA_CALLS, _CUDA_VALUE, _const_tuple, _numba_dtype
 from ..errors import CompileError
@@ -175,6 +176,14 @@ class ExpressionRewriter:
             args[kw.arg] = kw.value
         if "shape" not in args or "dtype" not in args:
             raise self.compile_error(f"cuda.{space}.array needs shape and dtype", n)
+        for e in (args["shape"].elts if isinstance(args["shape"], ast.Tuple) else [args["shape"]]):
+            if isinstance(e, (ast.BinOp, ast.UnaryOp)) and _contains([e], (ast.Name, ast.Attribute)):
+                # Python folds arithmetic on literals (64 * 33); on names numba-cuda types an int64, not a literal
+                raise self.compile_error(
+                    f"cuda.{space}.array: the shape {ast.unparse(args['shape'])!r} computes {ast.unparse(e)!r} from "
+                    "names, which numba-cuda types as int64, not a constant: it refuses the kernel (TypingError: "
+                    f"no implementation of {space}.array for (int64, ...)); give the size a name of its own at "
+                    "module level (N = BLOCK + 2 * RADIUS)", n)
         try:
             shape = self.static_eval(args["shape"])
         except CompileError:

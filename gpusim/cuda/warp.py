@@ -54,9 +54,11 @@ class WarpOps:
     def sync_reduce(self, kind, pred, line) -> V:
         """``cuda.syncthreads_count/and/or(pred)``: a barrier that also reduces ``pred`` over the block."""
         pv = self._val(pred, line)
-        if pv.v.dtype.kind == "f":
-            raise self._err(CompileError, f"No implementation of function syncthreads_{kind} for a {pv.v.dtype} "
-                            "predicate (numba-cuda takes a bool or an integer)", line)
+        if pv.v.dtype.kind not in "iu":
+            what = "bool" if pv.v.dtype.kind == "b" else str(pv.v.dtype)
+            raise self._err(CompileError, f"No implementation of function syncthreads_{kind} for a {what} "
+                            "predicate (numba-cuda 0.30 types it (int32) -> int32: write "
+                            f"cuda.syncthreads_{kind}(1 if cond else 0))", line)
         self.syncthreads(line)
         m = self.mask
         S = (self.C, self.P)
