@@ -148,6 +148,8 @@ class L1Spec:
     # cycles each further line of one request adds to its latency (its hits come back, its misses leave for the L2,
     # one line per this many cycles; the stage's throughput is lines_per_clk, across warps)
     line_latency_cycles: float = P("cycles", 0, 1000, default=0.0)
+    # lines that miss the L1 leave for the L2 at most this many per clock per SM (0: no limit beyond the tag stage)
+    miss_lines_per_clk: float = P("lines/clock", 0, 64, default=0.0)
 
 
 @dataclass(frozen=True)

@@ -334,19 +334,14 @@ def data_wavefronts(a: np.ndarray, valid: np.ndarray, bytes_per_lane: int, lines
     """Wavefronts of the L1's data banks per warp of a global load (summed over its instructions): the L1 and
     shared memory are one SRAM of 32 banks of 4 B, so lanes reading one bank in different lines serialize as a
     shared-memory bank conflict does -- in one phase of the 32 lanes for 1-4 bytes per lane, one per half-warp
-    for 8 and 16, each half-warp's line a pass of its own (records/divergent_load_h100.json: 32 lanes at one
-    offset of 32 lines take 32 L1 cycles, 16 lines of 8-byte lanes two to a line also 32;
-    records/l1_line_reuse_h100.json).  None when every instruction needs as many as it has lines (what the engine
-    assumes without it)."""
+    for 8 and 16 (records/divergent_load_h100.json: 32 lanes at one offset of 32 lines take 32 L1 cycles, 16 lines
+    of 8-byte lanes two to a line also 32; records/l1_line_reuse_h100.json; records/h200/l1_wide_lanes.json: 16
+    rows of 8-byte lanes 2,000 B apart, both half-warps reading them, take 6-7 cycles, not one pass per line of
+    each half-warp).  None when every instruction needs as many as it has lines (what the engine assumes without
+    it)."""
     per_phase = WARP if bytes_per_lane <= 4 else WARP // 2
     wf, _ = _bank_wavefronts(a, valid, bytes_per_lane, per_phase)
     wf = wf.reshape(-1)
-    if bytes_per_lane >= 8:
-        # and at least one pass per line of each half-warp, whatever the banks (nb_matmul_n250: float64 rows 2,000 B
-        # apart, their offsets spread over the banks, run as slowly as rows at one offset)
-        ln = np.where(valid, a >> 7, -1).reshape(n_warps * n_inst, -1)
-        h = ln.shape[1] // 2
-        wf = np.maximum(wf, _distinct_per_row(ln[:, :h]) + _distinct_per_row(ln[:, h:]))
     if np.array_equal(wf, lines_per_row):
         return None
     return wf.reshape(n_warps, n_inst).sum(axis=1).astype(np.int32)

@@ -491,6 +491,14 @@ def test_a_global_load_s_lanes_in_one_bank_of_different_lines_serialize_in_the_l
     gather = (lane % 16) * rows                                   # lanes l and l + 16 read one element of a row
     m = coalesce_global(np.stack([gather, gather + rows]), 8)
     assert list(np.diff(m.ptr)) == [16, 16] and list(m.wavefronts) == [32, 32]   # 16 per half-warp
+    # rows 2,000 B apart spread over the banks: each half-warp's 16 lines in 2 passes, not a pass per line
+    # (records/h200/l1_wide_lanes.json: such requests take 6-7 L1 cycles with 32 warps, the same-offset ones 32)
+    wide = {(c["stride"], c["shared"]): c["cycles_per_load"] / 32 for c in _records("h200/l1_wide_lanes.json")["cases"]
+            if c["width"] == 8 and c["mode"] == "bcast" and c["warps"] == 32 and "adv" not in c}
+    assert all(5.5 < wide[(2000, sh)] < 7.5 and 31 < wide[(1024, sh)] < 33 for sh in (0, 1))
+    spread = (lane % 16) * 2000
+    m = coalesce_global(np.stack([spread]), 8)
+    assert list(np.diff(m.ptr)) == [16] and list(m.wavefronts) == [4]
     assert coalesce_global(np.stack([lane * 4]), 4).wavefronts is None        # coalesced: one line, one wavefront
     assert coalesce_global(np.stack([lane * 8]), 8).wavefronts is None        # two lines, two half-warps
     assert list(coalesce_global(np.stack([64 + lane * 4]), 4).wavefronts) == [1]   # two lines, one wavefront
@@ -499,6 +507,43 @@ def test_a_global_load_s_lanes_in_one_bank_of_different_lines_serialize_in_the_l
     assert np.array_equal(coalesce_rows(many, 8).wavefronts, coalesce_global(many, 8).wavefronts)
     shifted = np.stack([64 + lane * 4 + 256 * k for k in range(128)])
     assert np.array_equal(coalesce_rows(shifted, 4).wavefronts, coalesce_global(shifted, 4).wavefronts)
+
+
+def test_lines_that_miss_the_l1_leave_one_per_clock():
+    """l1.miss_lines_per_clk: 32 requests of 16 lines each, all missing the L1 (distinct lines, hits in the L2),
+    issued together on one SM: the last line leaves 32 x 16 cycles after the first, so the last request returns
+    ~512 cycles after the first (records/h200/l1_wide_lanes.json: 513-515 cycles per 32 such requests, rows 2,000 B
+    apart, 4- and 8-byte lanes; 6-7 when
+    they hit the L1); the same requests hitting the L1 are not held by it."""
+    import dataclasses
+    from gpusim.timing.memory import MemorySystem
+    from gpusim.timing.chip import build_wiring
+    rec = [c for c in _records("h200/l1_wide_lanes.json")["cases"] if c.get("adv") and c["shared"] == 0
+           and c["warps"] == 32 and c["stride"] == 2000 and c["adv"] * c["width"] == 32]
+    assert rec and all(480 < c["cycles_per_load"] < 530 for c in rec)
+    assert H100.l1.miss_lines_per_clk == 1.0
+    w = build_wiring(H100)
+
+    def last_return(gpu, warm):
+        m = MemorySystem(gpu, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
+        reqs = [list(range(100_000 + 64 * r, 100_000 + 64 * r + 16)) for r in range(32)]
+        for lines in reqs:                                         # into the L2 (and the L1)
+            m.load(0, 0.0, lines, [1] * 16, True, m.sets_of(np.array(lines, np.int64)).tolist())
+        if not warm:
+            for lines in reqs:                                     # out of the L1, still in the L2
+                for x in lines:
+                    m.l1_lines[0].pop(x, None)
+        t0 = 1e6                                                   # lines at spread bank offsets: 2 passes
+        return [m.load(0, t0, lines, [1] * 16, True, m.sets_of(np.array(lines, np.int64)).tolist(), 2) - t0
+                for lines in reqs]
+    cold = last_return(H100, warm=False)
+    assert cold[-1] - cold[0] == pytest.approx(31 * 16, abs=20)
+    off = dataclasses.replace(H100, l1=dataclasses.replace(H100.l1, miss_lines_per_clk=0.0))
+    unlimited = last_return(off, warm=False)
+    tag = 16 / H100.l1.lines_per_clk                              # the tag stage's cycles per request
+    assert unlimited[-1] - unlimited[0] == pytest.approx(31 * tag, abs=10)
+    hot = last_return(H100, warm=True)
+    assert hot[-1] - hot[0] == pytest.approx(31 * tag, abs=10)
 
 
 def test_a_set_associative_l2_writes_back_the_dirty_lines_its_fullest_sets_cannot_hold():

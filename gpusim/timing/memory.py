@@ -97,6 +97,9 @@ class MemorySystem:
         self.l1_pend: list[dict[int, tuple[float, int]]] = [{} for _ in range(n_sm)]
         self.l1_capacity = max(1, l1_bytes // l1.line_bytes)
         self.l1_free = [0.0] * n_sm              # L1TEX stage: busy until (cycles)
+        # the L1's miss stage: the next missed line can leave for the L2 at (cycles); a line per l1_miss_step
+        self.l1_miss_free = [0.0] * n_sm
+        self.l1_miss_step = 1.0 / l1.miss_lines_per_clk if l1.miss_lines_per_clk > 0 else 0.0
         self.l1_lines_per_clk = float(l1.lines_per_clk)
         self.l1_hit_latency = l1.hit_latency_cycles
         self.line_latency = l1.line_latency_cycles
@@ -493,13 +496,21 @@ class MemorySystem:
         merged = 0
         mwin = self.merge_window
         nsl = self.n_slices
+        mstep = self.l1_miss_step if use_l1 else 0.0
+        mfree = self.l1_miss_free[sm]
         for j, line, miss, sid in to_l2:
             # L2 lookup, inlined for the common hit case; the line reaches its slice when the tag stage
             # (lpc lines per clock) has sent it, plus the crossbar
             sl = sid % nsl
-            arr = t0 + j * step + xbar
+            arr = t0 + j * step
             if iper > 1:
                 arr += (j % iper) * extra
+            if mstep:
+                # the miss stage sends one missed line per mstep cycles
+                if arr < mfree:
+                    arr = mfree
+                mfree = arr + mstep
+            arr += xbar
             if gp is not None:
                 p = gp.get(line)
                 if p is not None and p[2] <= arr <= p[2] + mwin and arr < p[0] and not (miss & ~p[1]):
@@ -553,6 +564,8 @@ class MemorySystem:
                 gp[line] = (r, miss, arr)
             if r > ready:
                 ready = r
+        if mstep:
+            self.l1_miss_free[sm] = mfree
         if n_sec < 0:
             n_sec = l2_rd + merged
         st.l1_ld_wavefronts += n
