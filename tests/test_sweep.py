@@ -407,3 +407,22 @@ def test_a_script_written_for_torch_on_cuda_runs_on_the_simulated_gpu(tmp_path, 
     assert not torch.cuda.is_available()                    # undone after the script
     with pytest.raises((AssertionError, RuntimeError)):
         torch.rand(4, device="cuda")
+
+
+def test_a_points_row_does_not_depend_on_the_arrays_the_process_holds(tmp_path):
+    """The simulated device addresses are a first fit among the live allocations; a sweep point runs in an empty
+    address space, so its row is the same in a fresh worker and in a process that still holds other launches'
+    arrays (the fresh-clone CI once saw 5,357 against 5,371 cycles between the serial and the spawned run)."""
+    from gpusim.cuda.memory import ADDRESS_SPACE
+    from gpusim.triton._buffers import ADDRESSES
+    spec = _spec(tmp_path, '[params]\nn = 4096\n')
+    first = sweeper.sweep(spec, jobs=1, out=str(tmp_path / "a"), progress=False).rows[0]
+    held = [np.zeros(k * 1000 + 37, np.float32) for k in range(1, 6)]     # live, registered, odd sizes
+    for h in held:
+        ADDRESS_SPACE.address_of(h)
+        ADDRESSES.address(h.ctypes.data, h.nbytes, h)
+    n_cuda, n_tl = len(ADDRESS_SPACE._blocks), len(ADDRESSES.by_ptr)
+    again = sweeper.sweep(spec, jobs=1, out=str(tmp_path / "b"), progress=False).rows[0]
+    assert again == first and first["status"] == "ok"
+    assert len(ADDRESS_SPACE._blocks) == n_cuda and len(ADDRESSES.by_ptr) == n_tl   # restored after the point
+    assert all(ADDRESS_SPACE.address_of(h) for h in held)
