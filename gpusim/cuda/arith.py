@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from . import costs as C_
 from .valnum import log2_const, numbered, operand_key, provenance, remember
-from .values import (BOOL, EMPTY, F32, F64, I32, I64, U32, U64, ArrayRef, SubArray, V, _fix, _union, arith_type,
+from .values import (ARRAYS, BOOL, EMPTY, F32, F64, I32, I64, U32, U64, ArrayView, V, _fix, _union, arith_type,
                      const, short, unify)
 
 
@@ -192,7 +192,7 @@ class Arith:
             raise self._err(UnsupportedConstruct, f"arithmetic '{op}' on tuples", line)
         if type(a) is str and type(b) is str and op == "add":
             return a + b                                  # compile-time strings, folded as numba folds them
-        if isinstance(a, (ArrayRef, SubArray)) or isinstance(b, (ArrayRef, SubArray)):
+        if isinstance(a, ARRAYS) or isinstance(b, ARRAYS):
             raise self._err(CompileError, f"an array expression ('{op}' of a whole array) allocates a new array: "
                             "NRT required but not enabled in numba-cuda kernels", line)
         a = self._val(a, line)
@@ -462,7 +462,9 @@ class Arith:
     def minmax(self, which, args, line) -> V:
         if len(args) == 1 and type(args[0]) is tuple:
             args = args[0]
-        if len(args) == 1 and isinstance(args[0], (ArrayRef, SubArray)) and args[0].ndim == 1:
+        if len(args) == 1 and type(args[0]) is ArrayView and args[0].shape is None and args[0].ndim == 1:
+            return self.view_fold(args[0], which, line)      # a length per thread: a loop in each thread
+        if len(args) == 1 and isinstance(args[0], ARRAYS) and args[0].ndim == 1:
             arr = args[0]                       # max(a) of a 1-d array: numba iterates it (each thread, in order)
             args = [self.getitem(arr, const(j), line) for j in range(arr.shape[0])]
             if len(args) == 1:

@@ -11,7 +11,8 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from ..trace import OpKind, Pipe
 from . import costs as C_
-from .values import EMPTY, ArrayRef, SubArray, V, _union
+from .values import ARRAYS, EMPTY, ArrayRef, ArrayView, Ununified, V, _union
+from .views import view_index
 
 
 # the array dtypes numba-cuda's typing accepts per atomic (its cudadecl): a float16 add or an int8 max fails to compile
@@ -26,12 +27,21 @@ class Atomics:
     """The chunk's (``runtime.Chunk``) atomic operations."""
 
     def atomic(self, op, obj, idx, args, line, used=True) -> V:
-        if not isinstance(obj, (ArrayRef, SubArray)):
+        if type(obj) is Ununified:
+            raise self._err(obj.error, obj.message(), line)
+        if not isinstance(obj, ARRAYS):
             raise self._err(CompileError, f"cuda.atomic.{op} needs an array as its first argument", line)
-        if type(idx) is tuple and isinstance(obj, ArrayRef) and obj.ndim == 1:
+        if view_index(idx):
+            raise self._err(CompileError, f"cuda.atomic.{op}: Cannot cast a slice to int64 (an atomic updates one "
+                            "element: its index is an integer or a tuple of integers)", line)
+        if type(idx) is tuple and isinstance(obj, (ArrayRef, ArrayView)) and obj.ndim == 1:
             raise self._err(CompileError, f"cuda.atomic.{op}: Cannot cast UniTuple(int64 x {len(idx)}) to int64 (a 1-d "
                             "array's index is an integer, not a tuple)", line)
-        arr, idx = self._norm_idx(obj, idx, line)
+        # numba-cuda compiles a float index of an atomic, converted to an integer (truncated)
+        if type(obj) is ArrayView:
+            idx = tuple(self.cast(x, np.dtype(np.int64), line) if type(x) is V and x.v.dtype.kind == "f" else x
+                        for x in (idx if type(idx) is tuple else (idx,)))
+        arr, idx = self._norm_idx(obj, idx, line, True)
         if arr.space in ("local", "const"):
             raise self._err(UnsupportedConstruct, f"cuda.atomic.{op} on a {arr.space} array", line)
         allowed = _ATOMIC_DTYPES.get(op, _ATOMIC_ALL)

@@ -19,14 +19,14 @@ import numpy as np
 from ..errors import CompileError
 from . import costs as C_
 from .unroll import LoopRecord
-from .values import (BOOL, EMPTY, I64, UNDEF, ArrayRef, LocalArray, SharedArray, SubArray, Ununified, V, _fix, _union, const, m_and,
-                     m_andnot, m_or, unify)
+from .values import (ARRAYS, BOOL, EMPTY, I64, UNDEF, ArrayRef, ArrayView, LocalArray, SharedArray, SubArray, Ununified,
+                     V, _fix, _union, const, m_and, m_andnot, m_or, unify)
 
 
 def _kind(x) -> str:
     if isinstance(x, V):
         return "number"
-    if isinstance(x, (ArrayRef, SubArray)):
+    if isinstance(x, ARRAYS):
         return "array"
     if isinstance(x, tuple):
         return "tuple"
@@ -95,6 +95,20 @@ class Control:
             return V(r, _union(old.deps, new.deps), False)
         if t is tuple and type(old) is tuple and len(old) == len(new) and self.mask is not self.base:
             return tuple(self.assign(o, n) for o, n in zip(old, new))
+        if t is ArrayView and name is not None and not new.offset.const:
+            d = self.L.var_dtypes             # a view's data pointer lives in a register pair (its shape and
+            d[name] = max(d.get(name, 0), 8)  # strides mostly fold or are rematerialized)
+            self.L.var_runtime.add(name)
+        m = self.mask
+        if (t is SubArray or t is ArrayView or type(old) in (SubArray, ArrayView)) and isinstance(old, ARRAYS) \
+                and m is not self.base and m.a is not None:
+            # a view assigned on some lanes: each lane keeps its own (numba selects the array structs' fields)
+            return old if m is EMPTY else self.merge_arrays(m.a, new, old, name)
+        if t is slice and type(old) is slice and m is not self.base and m.a is not None and \
+                all((x is None) == (y is None) for x, y in zip((old.start, old.stop, old.step),
+                                                                (new.start, new.stop, new.step))):
+            return old if m is EMPTY else slice(*(None if y is None else self.assign(x, y) for x, y in
+                                                  zip((old.start, old.stop, old.step), (new.start, new.stop, new.step))))
         if new is None:
             return old if old is not UNDEF else None
         return new
@@ -129,6 +143,9 @@ class Control:
             if isinstance(val, (LocalArray, SharedArray)):
                 raise self._err(CompileError, "Only accept returning of array passed into the function as argument "
                                 f"(the cuda.{val.space}.array {val.name!r} cannot be returned)", line)
+            if isinstance(val, (SubArray, ArrayView)) and val.depth >= len(self.frames):
+                raise self._err(CompileError, "Only accept returning of array passed into the function as argument "
+                                f"(the view {val.name!r} made in this function cannot be returned)", line)
             f.retval = val if f.retval is UNDEF else self.assign(f.retval, val)
         f.returned = m_or(f.returned, m)
         self.mask = EMPTY
@@ -224,15 +241,20 @@ class Control:
             return fb()
         self.mask = mt
         try:
-            a = self._val(fa(), line)
+            a = fa()
         finally:
             self.mask = m0
         self.mask = me
         try:
-            b = self._val(fb(), line)
+            b = fb()
         finally:
             self.mask = m0
-        return self.select_value(c, a, b, line)
+        if isinstance(a, ARRAYS) and isinstance(b, ARRAYS):     # a view per lane (numba selects the structs)
+            r = self.merge_arrays(cv, a, b, None, line)
+            if type(r) is Ununified:
+                raise self._err(r.error, r.message(), line)
+            return r
+        return self.select_value(c, self._val(a, line), self._val(b, line), line)
 
     def selp(self, c, a, b, line) -> V:
         """``cuda.selp(c, a, b)``: both operands evaluated, one SEL; numba-cuda types it for two operands of one

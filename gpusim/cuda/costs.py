@@ -389,6 +389,18 @@ COSTS[("index_row_hi", "global")] = [(FP32, 3, "IMAD+IMAD.IADD")]
 COSTS[("index_addr_shared", 1)] = [(INT, 1, "LEA")]
 COSTS[("index_row", "shared")] = [(FP32, 1, "IMAD")]
 COSTS[("index_row_hi", "shared")] = []
+# array slicing (views.py), read off the sm_90 SASS numba-cuda 0.30.4 + ptxas 13.5 build for ``a[1:]``, ``a[i:]``,
+# ``a[lo:hi]``, ``a[::2]`` and ``m[r, 1:]`` of global arrays (static counts of straight-line kernels): a slice of a
+# dimension whose bounds or length are not compile-time constants runs numba's fix_slice and the length
+# (``a[1:]``: 8, ISETP/SEL pairs and the 64-bit subtract); each runtime bound adds its wraparound and clamp and the
+# data pointer's move (``a[i:]``: 14); two runtime bounds are also compared with each other (``a[lo:hi]``: 31); a
+# constant step other than 1 divides the length by it (``a[::2]``: 18; a runtime step: the integer division).  A
+# view numba types non-contiguous (layout 'A': a step, a slice left of the last index) keeps its strides at run
+# time: each runtime index is multiplied by its stride (``index_row`` + ``index_row_hi``, as a leading dimension).
+COSTS[("slice_dim",)] = [(INT, 6, "ISETP+SEL+IADD3 (fix_slice: clamp, length)"), (FP32, 2, "IMAD.X")]
+COSTS[("slice_bound",)] = [(INT, 5, "SHF+LOP3+ISETP+SEL (a runtime bound: wrap, clamp)"), (FP32, 1, "IMAD.X")]
+COSTS[("slice_span",)] = [(INT, 10, "ISETP.EX+SEL (runtime start against runtime stop)"), (INT, 1, "IADD3.X")]
+COSTS[("slice_step", "const")] = [(INT, 7, "SHF+LEA.HI+IADD3 (length / step)"), (FP32, 3, "IMAD.X")]
 # ---- device libraries (devlib.py) ---------------------------------------------------------------------------
 # cuda.random: one xoroshiro128+ step on 64-bit words held as 32-bit halves -- the 64-bit add s0 + s1 (IADD3 +
 # IMAD.X), s1 ^= s0 (2 LOP3), rotl(s0, 55) and rotl(s1, 36) (2 SHF.L.W funnel shifts each), s1 << 14 (2 SHF),

@@ -27,7 +27,7 @@ from ..errors import CompileError, UnsupportedConstruct
 from ..trace import Op, OpKind
 from . import costs as C_
 from . import random as _rnd
-from .values import EMPTY, F32, F64, I64, ArrayRef, GlobalArray, SubArray, V, _union, const
+from .values import ARRAYS, EMPTY, F32, F64, I64, ArrayView, GlobalArray, V, _union, const
 
 
 class GridGroup:
@@ -60,7 +60,7 @@ class DeviceLibrary:
                 u = GlobalArray(states.name, states.ary.view(np.uint64).reshape(-1, 2), states.base_addr)
                 self._shared[key] = u
             return u
-        what = f"an array of dtype {states.dtype}" if isinstance(states, ArrayRef) else type(states).__name__
+        what = f"an array of dtype {states.dtype}" if isinstance(states, ARRAYS) else type(states).__name__
         raise self._err(CompileError, f"cuda.random functions take the array of generator states made by "
                         f"create_xoroshiro128p_states (1-d, xoroshiro128p_dtype), not {what}", line)
 
@@ -157,6 +157,8 @@ class DeviceLibrary:
     def array_sum(self, arr, line) -> V:
         """``a.sum()`` / ``np.sum(a)`` in a kernel (numba-cuda compiles it): each thread loads every element and
         adds them up in order, ints in int64 as numpy's sum."""
+        if type(arr) is ArrayView and arr.shape is None:
+            return self.view_fold(arr, "add", line)        # a shape per thread: a loop in each thread
         acc = None
         for ix in np.ndindex(*arr.shape):
             x = self.getitem(arr, tuple(const(int(j)) for j in ix) if len(ix) > 1 else const(int(ix[0])), line)
@@ -173,7 +175,7 @@ class DeviceLibrary:
         from .values import kind_name
         cols = []
         for v, nm in zip(values, names):
-            if isinstance(v, (ArrayRef, SubArray)):
+            if isinstance(v, ARRAYS):
                 raise self._err(CompileError, f"printing unimplemented for values of type {kind_name(v)} "
                                 f"({nm!r}: numba-cuda prints numbers and strings)", line)
             cols.append(v)
@@ -226,24 +228,24 @@ class DeviceLibrary:
                 return self.grid_sync(line)
             raise self._err(UnsupportedConstruct, f"grid group method .{name}() (numba's grid group has only "
                             ".sync())", line)
-        if isinstance(obj, (ArrayRef, SubArray)) and name == "sum" and not args:
+        if isinstance(obj, ARRAYS) and name == "sum" and not args:
             return self.array_sum(obj, line)
         if type(obj) is V and name == "conjugate" and not args:
             if np.asarray(obj.v).dtype.kind == "c":
                 return self.conjugate(obj, line)
             return obj                           # of a real number: itself
-        what = "an array" if isinstance(obj, (ArrayRef, SubArray)) else \
+        what = "an array" if isinstance(obj, ARRAYS) else \
             ("a number" if type(obj) is V else type(obj).__name__)
         raise self._err(UnsupportedConstruct, f"calling method .{name}() of {what}", line)
 
     # ---- ufuncs with an output array ------------------------------------------------------------------------------
     def ufunc_out(self, fn, args, out, line) -> None:
         """``np.<ufunc>(x, ..., out)`` in a kernel: this thread computes every element of ``out`` in a loop."""
-        if not isinstance(out, (ArrayRef, SubArray)):
+        if not isinstance(out, ARRAYS):
             raise self._err(CompileError, f"the output of np.{fn}(..., out) must be an array", line)
         shape = out.shape
         for a in args:
-            if isinstance(a, (ArrayRef, SubArray)) and tuple(a.shape) != tuple(shape):
+            if isinstance(a, ARRAYS) and a.shape is not None and shape is not None and tuple(a.shape) != tuple(shape):
                 raise self._err(UnsupportedConstruct, f"np.{fn} on arrays of shapes {tuple(a.shape)} and "
                                 f"{tuple(shape)} (broadcasting between arrays; pass arrays of one shape or "
                                 "write the loop)", line)
@@ -251,8 +253,8 @@ class DeviceLibrary:
 
     def _ufunc_dims(self, fn, args, out, prefix, line):
         k = len(prefix)
-        if k == len(out.shape):
-            vals = [self.getitem(a, prefix, line) if isinstance(a, (ArrayRef, SubArray)) else a for a in args]
+        if k == out.ndim:
+            vals = [self.getitem(a, prefix, line) if isinstance(a, ARRAYS) else a for a in args]
             if fn == "abs":
                 r = self.builtin_abs(vals[0], line)
             elif fn in ("min", "max"):

@@ -5,16 +5,17 @@ index outside its dimension on an active lane raises ``OutOfBounds`` naming the 
 address, as compute-sanitizer would).  The integer instructions that compute the address are recorded once per
 (array, index values) -- the compiler's CSE and loop-invariant code motion -- with the negative-index wraparound
 LLVM keeps for signed indices it cannot prove non-negative (``_rec_index``).  Kernel parameters (array data
-pointers, shape entries) are read from the constant bank at their first use.  Units: elements for offsets,
-bytes for addresses.
+pointers, shape entries) are read from the constant bank at their first use.  Subscripts that slice, and every
+subscript of a view, go to ``views.py``.  Units: elements for offsets, bytes for addresses.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
-from .values import (EMPTY, I64, ArrayRef, GlobalArray, LocalArray, Shape, SharedArray, SubArray, Ununified, V,
-                     _union, const)
+from .values import (ARRAYS, EMPTY, I64, ArrayRef, ArrayView, GlobalArray, LocalArray, Shape, SharedArray,
+                     SubArray, Ununified, V, _union, const)
+from .views import view_index, where_in
 
 
 class Indexing:
@@ -77,6 +78,10 @@ class Indexing:
         return a
 
     def attr(self, obj, name, line):
+        if type(obj) is Ununified:
+            raise self._err(obj.error, obj.message(), line)
+        if type(obj) is ArrayView or (name in ("T", "strides") and isinstance(obj, (ArrayRef, SubArray))):
+            return self.view_attr(self._as_view(obj, line), name, line)
         if isinstance(obj, (ArrayRef, SubArray)):
             base = obj.parent if isinstance(obj, SubArray) else obj
             rt = base.space == "global" or base.space == "const"
@@ -109,7 +114,9 @@ class Indexing:
     def length(self, obj, line) -> V:
         if isinstance(obj, (tuple, str)):
             return const(len(obj))
-        if isinstance(obj, (ArrayRef, SubArray)):
+        if type(obj) is Ununified:
+            raise self._err(obj.error, obj.message(), line)
+        if isinstance(obj, ARRAYS):
             return self.getitem(self.attr(obj, "shape", line), const(0), line)
         from .values import kind_name
         raise self._err(UnsupportedConstruct, f"len() of {kind_name(obj)}", line)
@@ -126,7 +133,15 @@ class Indexing:
         return obj
 
     # ---- indexing --------------------------------------------------------------------------------------------------
-    def _norm_idx(self, arr, idx, line):
+    def _norm_idx(self, arr, idx, line, write=False):
+        """(array, index tuple) of an element access: a row's leading indices prepended; a view's element as its
+        offset in its base array's storage (``base.flat()``)."""
+        if type(arr) is ArrayView:
+            items = idx if type(idx) is tuple else (idx,)
+            if view_index(idx) or len(items) != arr.ndim:
+                raise self._err(CompileError, f"{arr.name!r} has {arr.ndim} dimension(s); an element needs "
+                                f"{arr.ndim} integer index(es)", line)
+            return arr.base.flat(), (self.view_flat(arr, items, line, write),)
         if isinstance(arr, SubArray):
             idx = arr.prefix + (idx if type(idx) is tuple else (idx,))
             arr = arr.parent
@@ -137,7 +152,7 @@ class Indexing:
     def _tuple_runtime_index(self, t, i, line) -> V:
         """``t[i]`` of a tuple of numbers of one type (numba's UniTuple) at a runtime index: a compare and a select
         per element, as LLVM lowers it; negative indices count from the end."""
-        el = [self._val(x, line) if not isinstance(x, (tuple, ArrayRef, SubArray)) else None for x in t]
+        el = [self._val(x, line) if not isinstance(x, (tuple, slice) + ARRAYS) else None for x in t]
         if not el or any(e is None for e in el) or len({e.v.dtype for e in el}) != 1:
             raise self._err(UnsupportedConstruct, "indexing a tuple of mixed types with a runtime value", line)
         n = len(el)
@@ -154,9 +169,12 @@ class Indexing:
             r = self.select_value(c, el[k], r, line)
         return r
 
-    def getitem(self, obj, idx, line):
+    def getitem(self, obj, idx, line, text=None):
+        """``obj[idx]``; ``text``: the subscript's source, given where it slices (names the view)."""
         if type(obj) is Ununified:
-            raise self._err(CompileError, obj.message(), line)
+            raise self._err(obj.error, obj.message(), line)
+        if isinstance(obj, tuple) and type(idx) is slice:
+            return self._tuple_slice(obj, idx, line)
         if isinstance(obj, tuple):
             i = self._val(idx, line)
             if not i.const and i.v.dtype.kind in "iu":
@@ -170,23 +188,38 @@ class Indexing:
             if type(obj) is Shape:
                 self._field((obj.arr.key, "shape", obj.off + int(i.v) % len(obj)), line)
             return r
-        if isinstance(obj, (ArrayRef, SubArray)):
+        if isinstance(obj, ARRAYS):
+            if type(obj) is ArrayView or view_index(idx) or _array_index(idx):
+                return self.view_getitem(obj, idx, line, text)
             arr, idx = self._norm_idx(obj, idx, line)
-            if any(type(i) is slice for i in idx):
-                raise self._err(UnsupportedConstruct, "array slicing in a kernel", line)
             if len(idx) < arr.ndim:
-                return SubArray(arr, idx)
+                return SubArray(arr, idx, len(self.frames))
             return self.load(arr, idx, line)
         raise self._err(UnsupportedConstruct, f"indexing {type(obj).__name__} (no getitem for it in numba-cuda)",
                         line)
 
+    def _tuple_slice(self, t, sl, line) -> tuple:
+        """``t[lo:hi:step]`` of a tuple: compile-time bounds only (numba slices tuples statically)."""
+        parts = []
+        for p in (sl.start, sl.stop, sl.step):
+            if p is not None and not (type(p) is V and p.const):
+                raise self._err(UnsupportedConstruct, "slicing a tuple with runtime bounds (numba-cuda slices "
+                                "tuples at compile time only: slice indices must be constants)", line)
+            parts.append(None if p is None else int(p.v))
+        if parts[2] == 0:
+            raise self._err(CompileError, "slice step cannot be zero", line)
+        if type(t) is Shape:
+            for k in range(len(t))[slice(*parts)]:
+                self._field((t.arr.key, "shape", t.off + k), line)
+        return tuple(t)[slice(*parts)]
+
     def load_hint(self, obj, idx, cop, line):
         """``cuda.ldca/ldcg/ldcs/ldlu/ldcv(array, i)``: ``array[i]`` loaded with a PTX cache operator; ``cg`` (L2 only)
         and ``cv`` (fetched again) skip the L1, the others are timed as a plain load."""
-        if not isinstance(obj, (ArrayRef, SubArray)):
+        if not isinstance(obj, ARRAYS):
             raise self._err(CompileError, f"cuda.ld{cop} takes an array, not {type(obj).__name__}", line)
         arr, nidx = self._norm_idx(obj, idx, line)
-        if len(nidx) != arr.ndim:
+        if type(obj) is not ArrayView and len(nidx) != arr.ndim:
             raise self._err(CompileError, f"cuda.ld{cop}: array {arr.name!r} has {arr.ndim} dimension(s); "
                             f"{len(nidx)} index(es) given", line)
         if arr.space not in ("global", "const"):
@@ -195,15 +228,19 @@ class Indexing:
 
     def setitem(self, obj, idx, value, line):
         if type(obj) is Ununified:
-            raise self._err(CompileError, obj.message(), line)
-        if value is None and isinstance(obj, (ArrayRef, SubArray)):
+            raise self._err(obj.error, obj.message(), line)
+        if value is None and isinstance(obj, ARRAYS):
             raise self._err(CompileError, "no setitem(array, index, none): None cannot be stored in an array", line)
-        if isinstance(obj, (ArrayRef, SubArray)):
-            arr, idx = self._norm_idx(obj, idx, line)
-            if len(idx) != arr.ndim:
+        if isinstance(obj, ARRAYS):
+            if type(obj) is ArrayView or view_index(idx) or _array_index(idx) or isinstance(value, ARRAYS):
+                return self.view_setitem(obj, idx, value, line)
+            arr, nidx = self._norm_idx(obj, idx, line)
+            if len(nidx) < arr.ndim:              # a[i] = x of a 2-d array: x stored into the whole row
+                return self.fill(self._as_view(SubArray(arr, nidx, len(self.frames)), line, True), value, line)
+            if len(nidx) != arr.ndim:
                 raise self._err(CompileError, f"array {arr.name!r} has {arr.ndim} dimension(s); "
-                                f"{len(idx)} index(es) given in an assignment", line)
-            return self.store(arr, idx, value, line)
+                                f"{len(nidx)} index(es) given in an assignment", line)
+            return self.store(arr, nidx, value, line)
         if isinstance(obj, tuple):
             raise self._err(CompileError, "no setitem on a tuple: tuples are immutable (item assignment to tuple)",
                             line)
@@ -294,13 +331,7 @@ class Indexing:
             lane_idx.append(int(v))
         isz = arr.itemsize
         off = sum(i * s for i, s in zip(lane_idx, arr.el_strides)) * isz
-        space = {"global": "global", "const": "constant", "shared": "shared", "local": "local"}[arr.space]
-        if arr.space in ("global", "const"):
-            where = f"address 0x{arr.base_addr + off:x}"
-        elif arr.space == "shared":
-            where = f"shared-memory offset {arr.offset + off} (0x{arr.offset + off:x})"
-        else:
-            where = f"local offset {arr.offset + off}"
+        space, where = where_in(arr, off)
         ix = lane_idx[0] if len(lane_idx) == 1 else tuple(lane_idx)
         msg = (f"out-of-bounds {space} {'write' if write else 'read'} of {isz} bytes: {arr.name}[{ix}] "
                f"(shape {arr.shape}, dimension {k} has {arr.shape[k]} elements) at {where}")
@@ -314,7 +345,7 @@ class Indexing:
         if arr.space in ("global", "const"):
             if arr.space == "global":
                 self._field("desc", line)
-            self._field((arr.key, "data"), line)
+            self._field((arr.pkey, "data"), line)
         elif arr.space == "shared" and "shared" not in self._fields_seen and self.recording \
                 and self.mask is not EMPTY:
             self._fields_seen.add("shared")
@@ -344,7 +375,7 @@ class Indexing:
                 if not glob:
                     self._rec(("index_wrap_const",), line, deps)
                 else:
-                    self._field((arr.key, "shape", k), line)
+                    self._field((arr.pkey, "shape", k), line)
                     sk = v.key()
                     self._rec(("index_wrap_cse",) if sk in self._signs_seen else
                               ("index_wrap_scaled",) if v.pow2 else ("index_wrap",), line, deps)
@@ -360,3 +391,10 @@ class Indexing:
         hit = len(self.ops) - 1 if len(self.ops) > n0 else -1
         self._addr_cse[key] = hit
         return (hit,) if deps and hit >= 0 else deps
+
+
+def _array_index(idx) -> bool:
+    """Whether ``idx`` holds an array (numpy's advanced indexing: refused, see ``views.make_view``)."""
+    if type(idx) is tuple:
+        return any(isinstance(i, ARRAYS) for i in idx)
+    return isinstance(idx, ARRAYS)

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import CompileError
 from ..trace import WARP, Op, OpKind
 from . import costs as C_
-from .values import EMPTY, UNDEF, ArrayRef, Mask, SubArray, Ununified, V, const
+from .values import ARRAYS, EMPTY, UNDEF, Mask, Ununified, V, const
 
 
 class Recording:
@@ -99,8 +99,8 @@ class Recording:
         if isinstance(x, (bool, int, float, np.generic)):
             return const(x)
         if type(x) is Ununified:
-            raise CompileError(x.message(), file=self.ck.file, line=line, kernel=self.ck.name)
-        what = "an array" if isinstance(x, (ArrayRef, SubArray)) else type(x).__name__
+            raise x.error(x.message(), file=self.ck.file, line=line, kernel=self.ck.name)
+        what = "an array" if isinstance(x, ARRAYS) else type(x).__name__
         raise CompileError(f"{what} is used where a number is expected", file=self.ck.file, line=line,
                            kernel=self.ck.name)
 

@@ -22,7 +22,7 @@ from .values import const
 
 _BUILTINS = {range: "range", min: "min", max: "max", abs: "abs", int: "int", float: "float", bool: "bool",
              len: "len", print: "print", round: "round", pow: "pow", isinstance: "isinstance", tuple: "tuple",
-             complex: "complex", sum: "sum", divmod: "divmod", ord: "ord"}
+             complex: "complex", sum: "sum", divmod: "divmod", ord: "ord", slice: "slice"}
 #: math functions numba-cuda 0.30 refuses in a kernel (each checked with compile_ptx for sm_90); math.cbrt among
 #: them (``cuda.cbrt`` is the CUDA one)
 _NUMBA_MATH_REFUSED = {"cbrt", "comb", "dist", "factorial", "fsum", "gcd", "isclose", "isqrt", "lcm", "perm", "prod",

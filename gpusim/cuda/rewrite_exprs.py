@@ -25,10 +25,14 @@ class ExpressionRewriter:
     """Expression and call rewriting for ``compiler._FunctionCompiler``."""
 
     def index(self, sl):
+        """A subscript's index: ``lo:hi:step`` becomes a slice of runtime values (``_rt.mkslice``), ``...`` stays."""
         if isinstance(sl, ast.Tuple):
             return ast.Tuple(elts=[self.index(e) for e in sl.elts], ctx=ast.Load())
         if isinstance(sl, ast.Slice):
-            raise self.unsupported("array slicing", sl)
+            parts = [_c(None) if p is None else self.expr(p) for p in (sl.lower, sl.upper, sl.step)]
+            return _rt("mkslice", *parts, _c(sl.lineno))
+        if isinstance(sl, ast.Constant) and sl.value is Ellipsis:
+            return _c(Ellipsis)
         return self.expr(sl)
 
     def value_of(self, tag, node):
@@ -135,6 +139,10 @@ class ExpressionRewriter:
         if t is ast.IfExp:
             return _rt("ifexp", self.expr(n.test), _lam(self.expr(n.body)), _lam(self.expr(n.orelse)), _c(line))
         if t is ast.Subscript:
+            if _contains([n.slice], (ast.Slice,)) or any(isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis)
+                                                         for e in ast.walk(n.slice)):
+                # a slicing subscript: its source names the view it makes in messages
+                return _rt("getitem", self.expr(n.value), self.index(n.slice), _c(line), _c(ast.unparse(n)))
             return _rt("getitem", self.expr(n.value), self.index(n.slice), _c(line))
         if t is ast.Attribute:
             tag = self.static(n)
@@ -348,6 +356,11 @@ class ExpressionRewriter:
                 return _rt("builtin_divmod", args[0], args[1], _c(line))
             if b == "complex" and len(args) in (1, 2):
                 return _rt("make_complex", ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
+            if b == "slice":
+                if not 1 <= len(args) <= 3:
+                    raise self.compile_error(f"slice() takes 1 to 3 arguments ({len(args)} given)", n)
+                parts = [_c(None)] + args if len(args) == 1 else args + [_c(None)] * (3 - len(args))
+                return _rt("mkslice", *parts, _c(line))
             if len(args) != 1 and b not in ("round", "pow"):
                 raise self.compile_error(f"{b}() takes one argument here", n)
             if b == "abs":

@@ -31,6 +31,7 @@ machine, each in its own module:
 - ``arith.py``      the ALU: arithmetic, comparisons, conversions, math, bit intrinsics
 - ``control.py``    the SIMT stack: if/else, loops, break/continue/return, reconvergence, masked assignment
 - ``indexing.py``   address generation: arrays, indexing, bounds checks, index arithmetic
+- ``views.py``      array slicing: views (``a[lo:hi:step]``, ``a[i, :]``), their elements, stores into slices
 - ``memaccess.py``  the load/store unit: loads, stores, coalescing and bank-conflict summaries
 - ``atomics.py``    the atomic units
 - ``warp.py``       barriers, shuffles, votes
@@ -53,16 +54,17 @@ from .control import Control, Frame
 from .devlib import DeviceLibrary
 from .indexing import Indexing
 from .memaccess import MemoryAccess
+from .views import Views
 from .recording import Recording
 from .unroll import LoopRecord, unroll_loops, unroll_pressure
-from .values import (BOOL, EMPTY, F32, F64, I32, I64, U32, U64, UNDEF, ArrayRef, GlobalArray, LocalArray, Mask,
-                     Shape, SharedArray, SubArray, V, arith_type, const, m_and, m_andnot, m_or, unify)
+from .values import (BOOL, EMPTY, F32, F64, I32, I64, U32, U64, UNDEF, ArrayRef, ArrayView, GlobalArray, LocalArray,
+                     Mask, Shape, SharedArray, SubArray, V, arith_type, const, m_and, m_andnot, m_or, unify)
 from .warp import WarpOps
 
 # the chunk and the launch, and (re-exported) the names other modules and tests know from here
 __all__ = ["Launch", "Chunk", "UNROLL", "CHUNK_MEMORY_BYTES", "V", "UNDEF", "const", "Mask", "EMPTY", "m_and",
            "m_andnot", "m_or", "arith_type", "unify", "BOOL", "I32", "I64", "U32", "U64", "F32", "F64", "ArrayRef",
-           "GlobalArray", "SharedArray", "LocalArray", "SubArray", "Shape", "LoopRecord", "MATH_FUNCTIONS",
+           "GlobalArray", "SharedArray", "LocalArray", "SubArray", "ArrayView", "Shape", "LoopRecord", "MATH_FUNCTIONS",
            "unroll_loops", "unroll_pressure"]
 
 #: rewrite innermost runtime loops as LLVM's runtime unrolling compiles them (``unroll_loops``); False keeps the
@@ -133,7 +135,7 @@ class Launch:
 
 # ---- the chunk ----------------------------------------------------------------------------------------------
 
-class Chunk(Recording, Arith, Control, Indexing, MemoryAccess, Atomics, WarpOps, DeviceLibrary):
+class Chunk(Recording, Arith, Control, Indexing, Views, MemoryAccess, Atomics, WarpOps, DeviceLibrary):
     """``_rt`` of the rewritten kernel: executes ``C`` consecutive CTAs in lockstep and records their trace."""
 
     def __init__(self, launch: Launch, first_cta: int, n_ctas: int):
@@ -172,6 +174,7 @@ class Chunk(Recording, Arith, Control, Indexing, MemoryAccess, Atomics, WarpOps,
         self._cvt_seen: set = set()          # (value, type) conversions computed already
         self._row_cse: set = set()           # (array, dim, index value): high halves of a row offset
         self._addr_cse: dict = {}
+        self._view_cse: dict = {}            # views and element offsets of views computed already (views.py)
         self._arith_cse: dict = {}           # (op, operands, mask) -> (value key, deps): pure arithmetic done once
         self._vec_loads: dict = {}           # shared-memory vector loads of the current straight-line region
         self._load_cse: dict = {}            # loads since the last store / barrier, by element (redundant-load

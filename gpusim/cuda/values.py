@@ -7,10 +7,13 @@ carries the scoreboard dependencies (``deps``: indices of the pending long-laten
 the compiler knows it (``const``).  Here also: numba's typing rules (``arith_type``, ``unify``), the active-lane
 masks (``Mask``, ``m_and``/``m_andnot``/``m_or``) and the arrays a kernel indexes -- global (device memory,
 ``base_addr`` in bytes), shared (per CTA, byte ``offset`` in its shared memory) and local (per thread, byte
-``offset`` in its local frame).  Every other module of the SIMT runtime builds on these; this one imports none of them.
+``offset`` in its local frame) and the views slicing makes of them (``SubArray``: ``a[i]`` of a 2-d array;
+``ArrayView``: any other slice).  Every other module of the SIMT runtime builds on these; this one imports none of
+them.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -72,12 +75,19 @@ class Ununified:
     unify their types where the paths join, so any use of it is an error (an unused one is dropped, as numba
     drops the dead join)."""
 
-    __slots__ = ("name", "a", "b")
+    __slots__ = ("name", "a", "b", "why")
 
-    def __init__(self, name, a, b):
-        self.name, self.a, self.b = name, a, b
+    def __init__(self, name, a, b, why=None):
+        self.name, self.a, self.b, self.why = name, a, b, why
+
+    @property
+    def error(self):
+        """The error class to raise: numba's unification failure, or (``why`` given) a limit of gpusim's."""
+        return UnsupportedConstruct if self.why else CompileError
 
     def message(self) -> str:
+        if self.why:
+            return self.why
         return f"Cannot unify {kind_name(self.a)} and {kind_name(self.b)} for {self.name!r}"
 
 
@@ -85,7 +95,7 @@ def kind_name(x) -> str:
     """numba's name of the type of a value of the chunk (for error messages)."""
     if isinstance(x, V):
         return str(x.v.dtype)
-    if isinstance(x, (ArrayRef, SubArray)):
+    if isinstance(x, ARRAYS):
         return f"array({x.dtype}, {x.ndim}d)"
     if isinstance(x, tuple):
         return "Tuple(" + ", ".join(kind_name(e) for e in x) + ")"
@@ -244,7 +254,23 @@ class ArrayRef:
             acc *= s
         self.el_strides = tuple(reversed(el))
         self.key = next(_serial)
+        self.pkey = self.key            # the key its kernel parameters (data pointer, shape) are read under
         self.record = self.dtype.names is not None      # a structured dtype (the cuda.random states)
+        self._flat = None
+
+    def flat(self) -> "ArrayRef":
+        """This array's storage as one 1-d array (its element offsets, the same addresses): views index it."""
+        if self._flat is None:
+            f = copy.copy(self)
+            if self.space == "global" or self.space == "const":
+                n = len(self.span)
+            else:
+                n = self.storage.shape[-1]
+            f.shape, f.ndim, f.size, f.el_strides = (n,), 1, n, (1,)
+            f.key = next(_serial)       # its own accesses' caches; the parameters stay the base's (pkey)
+            f._flat = f
+            self._flat = f
+        return self._flat
 
 
 class GlobalArray(ArrayRef):
@@ -293,15 +319,54 @@ class LocalArray(ArrayRef):
 
 
 class SubArray:
-    """``a[i]`` of a multi-dimensional array: the leading indices, applied at the final access."""
+    """``a[i]`` of a multi-dimensional array: the leading indices, applied at the final access.  ``depth``: the
+    call depth (frames) that made it (a device function may not return a view it made)."""
 
-    def __init__(self, parent: ArrayRef, prefix: tuple):
+    def __init__(self, parent: ArrayRef, prefix: tuple, depth: int = 0):
         self.parent = parent
         self.prefix = prefix
         self.shape = parent.shape[len(prefix):]
         self.ndim = len(self.shape)
         self.name = parent.name
         self.dtype = parent.dtype
+        self.depth = depth
+
+
+class ArrayView:
+    """A view made by slicing (``a[lo:hi:step]``, ``a[i, 1:]``, ``a[:, j]``, ``a[None, :]``, a view of a view) --
+    numba's array struct (data pointer, shape, strides), held per lane over its base array's storage.
+
+    ``offset``: the element offset of the view's first element in the base's storage (``base.flat()``);
+    ``lens`` / ``strides``: per dimension its length and the step between neighbours, in elements.  Each is a
+    ``V``: uniform (a numpy scalar) or one value per lane (runtime slice bounds).  ``src``: per dimension the
+    base dimension whose length it still has (a kernel parameter for global arrays), or None.  ``bad``: lanes
+    whose integer index at creation fell outside its dimension (an access through the view raises there), or
+    None.  ``name``: the source text that made it (``a[1:]``), for messages.  ``contig``: numba types it
+    C-contiguous (layout 'C': its innermost stride is the element, the others follow from the shape) rather than
+    'A' (strides kept at run time).  Units: elements."""
+
+    def __init__(self, base: ArrayRef, offset: V, lens: tuple, strides: tuple, src: tuple, name: str,
+                 bad=None, depth: int = 0, contig: bool = True):
+        self.base = self.parent = base
+        self.offset, self.lens, self.strides, self.src = offset, tuple(lens), tuple(strides), tuple(src)
+        self.name = name
+        self.bad = bad
+        self.depth = depth
+        self.contig = contig
+        self.ndim = len(self.lens)
+        self.dtype, self.itemsize, self.space, self.record = base.dtype, base.itemsize, base.space, base.record
+        self.key = next(_serial)
+
+    @property
+    def shape(self):
+        """The shape as ints when it is the same on every lane, else None (a runtime, per-thread slice)."""
+        if any(type(n.v) is np.ndarray for n in self.lens):
+            return None
+        return tuple(int(n.v) for n in self.lens)
+
+
+#: everything a kernel can index like an array
+ARRAYS = (ArrayRef, SubArray, ArrayView)
 
 
 class Shape(tuple):
