@@ -2,14 +2,23 @@
 
 Control-flow facts: where lanes reconverge (``_join``: no reconvergence point after the kernel's last statement
 or an early-exit ``if ...: return``), which ``while`` loops LLVM can count (``_countable``: candidates for
-runtime unrolling), how a loop body reads its ``range`` variable (``_var_use``), which loop variables are dead
-after their loop (``_loop_private``), and through which statements lanes may jump out (``_may_escape``).  The
+runtime unrolling), how a loop body reads its ``range`` variable (``_var_use``), which ``range`` loops run their
+remainder first with lanes out of step (``_slot_order``), which loop variables are dead after their loop
+(``_loop_private``), and through which statements lanes may jump out (``_may_escape``).  The
 register analysis (``_liveness``): live ranges of the variables over statement positions and the Sethi-Ullman
 number of the deepest expression, the static half of the register estimate (``launch._registers``).
 """
 from __future__ import annotations
 
 import ast
+import inspect
+import textwrap
+
+#: calls that make a loop body convergent (a barrier, a warp-level collective): LLVM does not unroll around them
+_CONVERGENT = frozenset({"syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp",
+                         "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "all_sync", "any_sync",
+                         "eq_sync", "ballot_sync", "match_any_sync", "match_all_sync", "activemask", "sync",
+                         "this_grid", "reduce"})
 
 
 def _contains(nodes, types_, stop=()):
@@ -33,6 +42,37 @@ def _may_escape(s) -> bool:
     if isinstance(s, (ast.For, ast.While)):
         return _contains(s.body, (ast.Return,))
     return False
+
+
+def _callees(*nodes):
+    """The ``func`` of every call in ``nodes``."""
+    return [n.func for n in ast.walk(ast.Module(body=list(nodes), type_ignores=[])) if isinstance(n, ast.Call)]
+
+
+def _called_name(f) -> str:
+    return f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+
+
+def _plain_function(py_func, depth: int) -> bool:
+    """A device function without loops and convergent calls, also in the device functions it calls (looked up in
+    its globals; anything that does not resolve or parse counts as not plain)."""
+    if depth > 4:
+        return False
+    try:
+        fdef = ast.parse(textwrap.dedent(inspect.getsource(py_func))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return False
+    if not isinstance(fdef, ast.FunctionDef) or _contains(fdef.body, (ast.For, ast.While, ast.AsyncFor)):
+        return False
+    env = getattr(py_func, "__globals__", {})
+    for f in _callees(fdef):
+        if _called_name(f) in _CONVERGENT:
+            return False
+        obj = env.get(f.id) if isinstance(f, ast.Name) else None
+        inner = getattr(obj, "py_func", None)
+        if inner is not None and not _plain_function(inner, depth + 1):
+            return False
+    return True
 
 
 class FlowAnalysis:
@@ -75,6 +115,28 @@ class FlowAnalysis:
                     if self._small_const(side):
                         narrow.update(id(x) for x in ast.walk(other))
         return "narrow" if all(id(x) in narrow for x in loads) else True
+
+    def _slot_order(self, s, depth: int = 0) -> bool:
+        """Is ``for`` loop ``s`` runtime-unrolled by LLVM with its lanes free to go through the iterations out of
+        step?  Its body (and the device functions it calls) holds no loop, ``break``/``continue``/``return`` and no
+        barrier or warp-level collective -- then the loop is innermost and runtime-unrolled, and each lane runs
+        its ``trip % U`` remainder iterations and its groups of ``U`` whatever the other lanes of its warp do
+        (``control.SlotPlan``)."""
+        return self._plain_body(s.body, depth)
+
+    def _plain_body(self, body, depth: int) -> bool:
+        if _contains(body, (ast.For, ast.While, ast.Break, ast.Continue, ast.Return, ast.AsyncFor, ast.With)):
+            return False
+        for f in _callees(*body):
+            if _called_name(f) in _CONVERGENT:
+                return False
+            try:
+                tag = self.static(f)
+            except Exception:               # resolution errors are reported where the call is compiled
+                return False
+            if tag and tag[0] == "devfn" and not _plain_function(tag[1], depth + 1):
+                return False
+        return True
 
     @staticmethod
     def _countable(s) -> bool:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompileError
+from ..trace import WARP
 from . import costs as C_
 from .unroll import LoopRecord
+from .values import Mask
 from .values import (ARRAYS, BOOL, EMPTY, I64, UNDEF, ArrayRef, ArrayView, LocalArray, SharedArray, SubArray, Ununified,
                      V, _fix, _union, const, m_and, m_andnot, m_or, unify)
 
@@ -51,7 +53,28 @@ class IfState:
 
 class LoopState:
     __slots__ = ("entry", "exited", "broken", "cont", "nret", "counter", "stop", "step", "unrolled",
-                 "iter_mask", "nlost", "rec", "used", "countable", "join", "varying", "mark", "tested", "start")
+                 "iter_mask", "nlost", "rec", "used", "countable", "join", "varying", "mark", "tested", "start",
+                 "slots")
+
+
+class SlotPlan:
+    """A runtime-unrolled ``range`` loop whose lanes split differently into remainder and groups
+    (``Control.range_begin``).
+
+    LLVM compiles ``for v in range(a, b, c)`` with a runtime trip count ``n`` as ``n // U`` groups of ``U``
+    iterations (``costs.LOOP_UNROLL_FACTOR``) and a remainder of ``n % U`` single ones: after the groups (an
+    epilogue) when a loop-carried integer starts at a constant (``range(n)``: the loop value starts at 0), else
+    before them (a prologue: ``range(start, n, stride)`` with a runtime start; LLVM's ``isEpilogProfitable``, as
+    numba-cuda's SASS shows).  A warp whose lanes split differently issues the remainder copies for the lanes that
+    have one and the groups for those that have them, each lane at its own iteration: ``max(n % U) + U *
+    max(n // U)`` iterations, not ``max(n)`` (trips of 3 and 4 in one warp: 7).  Arrays are (C, P) int64 per lane;
+    ``R``: the warp's largest remainder (prologue) or ``U`` times its most groups (epilogue), per lane."""
+
+    __slots__ = ("s", "a", "c", "r", "q", "R", "epilog")
+
+    def __init__(self, a, c, r, q, R, epilog):
+        self.s = 0
+        self.a, self.c, self.r, self.q, self.R, self.epilog = a, c, r, q, R, epilog
 
 
 def _iter_words(kind: str, used, countable: bool) -> int:
@@ -343,6 +366,7 @@ class Control:
         st.varying = False
         st.mark = len(self.ops)
         st.tested = False
+        st.slots = None
         return st
 
     def _loop_cond(self, st, cv) -> bool:
@@ -440,9 +464,11 @@ class Control:
         self._no_unroll()
         # lanes that continue rejoin at the next iteration: not lost for the loop
 
-    def range_begin(self, a, b, c, line, used=True, join=True) -> LoopState:
+    def range_begin(self, a, b, c, line, used=True, join=True, slots=False) -> LoopState:
         """``for v in range(a, b, c)`` -- ``used``: the body reads ``v`` (numba's iterator then also advances
-        the value); ``join``: code follows the loop."""
+        the value); ``join``: code follows the loop; ``slots``: the body lets lanes run out of step
+        (``analysis._slot_order``), so lanes with different remainders run them as the unrolled code does
+        (``SlotPlan``)."""
         st = self.loop_begin(line, False, join)
         st.used = used
         a = self._val(a, line)
@@ -469,11 +495,67 @@ class Control:
             if not c.const:
                 self._rec(("range_setup_div",), line, deps)
             self._open_loop(st, "range", True, ("unroll_setup", "used") if used else ("unroll_setup",), line)
+        st.slots = None
+        if st.rec is not None:
+            st.rec.epilog = bool(a.const)          # LLVM's isEpilogProfitable: the loop value starts at a constant
+            if slots and st.varying and C_.LOOP_UNROLL_FACTOR > 1:
+                st.slots = self._slot_plan(st, st.rec.epilog)
         return st
+
+    def _slot_plan(self, st, epilog: bool):
+        """The ``SlotPlan`` of a runtime loop entered by lanes with per-lane bounds, or None where the warps' lanes
+        split alike (then the iterations run in step, as recorded plainly)."""
+        U = C_.LOOP_UNROLL_FACTOR
+        shape = (self.C, self.L.P)
+        m = self.mask.a
+        live = np.ones(shape, bool) if m is None else np.broadcast_to(m, shape)
+        a, b, c = (np.broadcast_to(np.asarray(v, np.int64), shape) for v in (st.counter.v, st.stop.v, st.step.v))
+        if not np.all(c[live] != 0):
+            return None
+        cs = np.where(c == 0, 1, c)
+        n = np.where(cs > 0, (b - a + cs - 1) // cs, (a - b - cs - 1) // (-cs))
+        n = np.where(live & (n > 0), n, 0)
+        r, q = n % U, n // U
+        if epilog:
+            R = U * np.repeat(q.reshape(self.C, -1, WARP).max(axis=2), WARP, axis=1)
+            alike = np.array_equal(np.where(r > 0, U * q, R), R)
+        else:
+            R = np.repeat(r.reshape(self.C, -1, WARP).max(axis=2), WARP, axis=1)
+            alike = np.array_equal(np.where(n > 0, r, R), R)
+        return None if alike else SlotPlan(a, cs, r, q, R, epilog)
+
+    def _slot_test(self, st) -> bool:
+        """The next slot of a ``SlotPlan`` loop: its lanes and each lane's loop value; False when none is left."""
+        sp = st.slots
+        s = sp.s
+        sp.s += 1
+        U = C_.LOOP_UNROLL_FACTOR
+        first = s < sp.R                # prologue: the remainder copies; epilogue: the groups
+        if sp.epilog:
+            act = np.where(first, s < U * sp.q, (s - sp.R) < sp.r)
+            it = np.where(first, s, U * sp.q + (s - sp.R))
+        else:
+            act = np.where(first, sp.r > s, (s - sp.R) < U * sp.q)
+            it = np.where(first, s, sp.r + (s - sp.R))
+        if not act.any():
+            st.exited = m_or(st.exited, self.mask)
+            self.mask = EMPTY
+            return False
+        self.mask = Mask(act)
+        st.iter_mask = self.mask
+        st.nlost = self.n_lost
+        st.counter = V(sp.a + it * sp.c, st.counter.deps if s == 0 else (), False)
+        return True
 
     def range_test(self, st, line) -> bool:
         if self.mask is EMPTY:
             return False
+        if st.slots is not None:
+            ok = self._slot_test(st)
+            if ok and st.rec is not None:
+                st.rec.iters.append([len(self.ops), None, []])
+                self._rec(("range_iter", st.used), line)
+            return ok
         cnt, stop, step = st.counter.v, st.stop.v, st.step.v
         if type(step) is not np.ndarray:
             cv = _fix(cnt < stop) if step > 0 else _fix(cnt > stop)
@@ -494,4 +576,5 @@ class Control:
             it[2] = self._rec_span(("loop_counter",), line) + self._rec_span(("loop_branch",), line)
             it[1] = len(self.ops)
             st.mark = len(self.ops)
-        st.counter = V(_fix(st.counter.v + st.step.v), (), st.unrolled)
+        if st.slots is None:
+            st.counter = V(_fix(st.counter.v + st.step.v), (), st.unrolled)

@@ -209,6 +209,6 @@ class StatementRewriter:
         body = [bindv] + inner + [ast.Expr(value=_rt("range_next", _load(st), _c(line)))]
         used = self._var_use(s.body, var)
         return [ast.Assign(targets=[_store(st)], value=_rt("range_begin", a, b, c, _c(line), _c(used),
-                                                           _c(self._join(s)))),
+                                                           _c(self._join(s)), _c(self._slot_order(s)))),
                 ast.While(test=_rt("range_test", _load(st), _c(line)), body=body, orelse=[]),
                 ast.Expr(value=_rt("loop_end", _load(st), _c(line)))]

@@ -18,12 +18,14 @@ class LoopRecord:
     ``iters``: per iteration ``[first op, end op, control op indices]`` (control = the trip test and back-edge
     branch, which unrolling removes from all but one iteration of a group); ``setup``: ops that exist only if the
     loop is unrolled (remainder computation); ``eligible``: the loop is innermost, has a runtime trip count and
-    no barrier, warp-level collective, break, continue or return in its body."""
+    no barrier, warp-level collective, break, continue or return in its body; ``epilog``: the remainder
+    iterations come after the groups (else before them)."""
 
-    __slots__ = ("kind", "used", "eligible", "iters", "setup", "final", "words")
+    __slots__ = ("kind", "used", "eligible", "iters", "setup", "final", "words", "epilog")
 
     def __init__(self, kind: str, used: bool, eligible: bool):
         self.kind = kind
+        self.epilog = True
         self.used = used
         self.eligible = eligible
         self.iters: list = []
@@ -60,7 +62,9 @@ def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = Non
     """Rewrite the ops of innermost runtime loops the way LLVM's runtime unrolling compiles them.
 
     Per loop execution (``LoopRecord``) that is eligible, consecutive iterations are grouped by ``factor``
-    (``costs.LOOP_UNROLL_FACTOR``); the last ``trip % factor`` iterations stay single (the remainder loop).
+    (``costs.LOOP_UNROLL_FACTOR``); ``trip % factor`` iterations stay single (the remainder loop): the last ones
+(an epilogue), or the first where the loop value starts at a runtime value (a prologue, ``LoopRecord.epilog``
+False; lanes of a warp that split differently run as ``control.SlotPlan`` says).
     In a group, the trip test and back-edge branch of all but one iteration disappear (a ``range`` loop keeps
     the last iteration's branch, and its counter test only when the body reads the loop variable; a ``while``
     loop keeps its first test).  Then, as ptxas schedules the unrolled body, every load of the group moves up as
@@ -90,8 +94,9 @@ def unroll_loops(ops: list, op_rows: list, loops: list, factor: int | None = Non
                         drop[i] = 1
             continue
         iters = [it for it in rec.iters if it[1] is not None]
+        rem = 0 if rec.epilog else len(iters) % U       # a prologue remainder runs first
         for g in range(len(iters) // U):
-            grp = iters[g * U:(g + 1) * U]
+            grp = iters[rem + g * U:rem + (g + 1) * U]
             for j, (_, _, ctl) in enumerate(grp):
                 if rec.kind == "range":
                     gone = ctl if j < U - 1 else (ctl[:-1] if not rec.used else [])
