@@ -143,6 +143,20 @@ class Session:
 
 
 @contextlib.contextmanager
+def fresh_addresses() -> Iterator[None]:
+    """Simulated device addresses as in a new process for the block: a gc, then both front ends' address spaces
+    empty (the first array gets the base address), the live allocations back after.  Addresses hash to L2 slices
+    and DRAM channels, so a launch's cycles otherwise depend on the arrays the process still holds (sweep points,
+    validation cases: a few tenths of a percent, up to 3% on a one-wave matmul)."""
+    import gc
+    from .cuda.memory import ADDRESS_SPACE
+    from .triton._buffers import ADDRESSES
+    gc.collect()
+    with ADDRESS_SPACE.fresh(), ADDRESSES.fresh():
+        yield
+
+
+@contextlib.contextmanager
 def session(gpu: "str | GPUConfig" = "h100", record_timeline: bool = False, exact: bool = False) -> Iterator[Session]:
     """Time every ``kernel[grid, block](...)`` / ``kernel[grid](...)`` launch made inside the block (``exact``:
     replay every CTA instead of sampling)."""

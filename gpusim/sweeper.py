@@ -39,7 +39,6 @@ runs it (simulations are deterministic).  Host seconds are not in the table for 
 from __future__ import annotations
 
 import contextlib
-import gc
 import ast
 import csv
 import difflib
@@ -444,22 +443,9 @@ def _run_point(task: dict) -> dict:
     # simulated device addresses (first fit among the live allocations) as in a fresh process: a point's row is
     # then the same run serially, in a pool's worker or on Dask, whatever earlier points or the caller still hold
     # (the addresses hash to L2 slices and DRAM channels)
-    gc.collect()
-    with _fresh_addresses():
+    from .api import fresh_addresses
+    with fresh_addresses():
         return _simulate_point(task)
-
-
-@contextlib.contextmanager
-def _fresh_addresses():
-    """The simulated address spaces (SIMT and tile front ends) empty for the block, restored after it."""
-    from .cuda.memory import ADDRESS_SPACE
-    from .triton._buffers import ADDRESSES
-    saved = (ADDRESS_SPACE._blocks, ADDRESSES.by_ptr, ADDRESSES.span)
-    ADDRESS_SPACE._blocks, ADDRESSES.by_ptr, ADDRESSES.span = {}, {}, {}
-    try:
-        yield
-    finally:
-        ADDRESS_SPACE._blocks, ADDRESSES.by_ptr, ADDRESSES.span = saved
 
 
 def _simulate_point(task: dict) -> dict:

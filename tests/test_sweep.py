@@ -6,7 +6,6 @@ direct simulation of the same launch (``api.simulate_launch``), not with numbers
 from __future__ import annotations
 
 import csv
-import gc
 import math
 import os
 from pathlib import Path
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 
 from gpusim import sweeper
-from gpusim.api import simulate, simulate_launch
+from gpusim.api import fresh_addresses, simulate, simulate_launch
 from gpusim.cli import load_kernel_file, main
 from gpusim.config import load_gpu
 from gpusim.errors import ConfigError, UsageError
@@ -95,8 +94,7 @@ def test_rows_equal_direct_simulations(serial):
     cycles = set()
     for r in res.rows:
         cfg = load_gpu(r["gpu"]).with_overrides(dram={"efficiency": r["dram.efficiency"]})
-        gc.collect()
-        with sweeper._fresh_addresses():             # as a sweep point runs: whatever this process still holds
+        with fresh_addresses():                      # as a sweep point runs: whatever this process still holds
             launch = mod.launch(n=r["n"], BLOCK=r["BLOCK"])
             (rep,) = simulate_launch(launch, cfg)
         assert r["status"] == "ok" and r["error"] is None

@@ -15,6 +15,7 @@ invariant under any common shift.  Units: bytes.
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 import numpy as np
@@ -58,6 +59,15 @@ class AddressSpace:
         off = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
         return hit[1] + off
 
+
+    @contextlib.contextmanager
+    def fresh(self):
+        """No allocation live for the block (the first array gets the base address), the live ones back after."""
+        saved, self._blocks = self._blocks, {}
+        try:
+            yield
+        finally:
+            self._blocks = saved
 
     def resolve(self, addr: int):
         """(root array, byte offset) of the allocation holding device address ``addr``, or None."""

@@ -4,6 +4,7 @@ the lowering coalesces on.  Units: elements, bytes.
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 import numpy as np
@@ -43,6 +44,16 @@ class _AddressSpace:
                 except TypeError:
                     pass
         return a
+
+    @contextlib.contextmanager
+    def fresh(self):
+        """No allocation live for the block (the first buffer gets ``BASE``), the live ones back after."""
+        saved = self.by_ptr, self.span
+        self.by_ptr, self.span = {}, {}
+        try:
+            yield
+        finally:
+            self.by_ptr, self.span = saved
 
     def _free(self, host_ptr: int) -> None:
         self.by_ptr.pop(host_ptr, None)

@@ -55,15 +55,16 @@ def predict(case: Case | str, gpu: Any = "h100", compiler: str | None = None, ex
     (the default: validation measures the model, not its sampling; False: the default sampled replay of
     ``gpusim.simulate``)."""
     import os
-    from ..api import simulate_launch
+    from ..api import fresh_addresses, simulate_launch
     from ..config import load_gpu
     if isinstance(case, str):
         case = case_by_name(case)
     cfg = load_gpu(gpu)
     t0 = time.perf_counter()
-    launch = load_case(case)
-    reports = simulate_launch(launch, cfg, compiler=compiler or os.environ.get("GPUSIM_COMPILER", "").strip()
-                              or "builtin", exact=exact)
+    with fresh_addresses():             # the same addresses whatever ran before in this process (-j, order)
+        launch = load_case(case)
+        reports = simulate_launch(launch, cfg, compiler=compiler or os.environ.get("GPUSIM_COMPILER", "").strip()
+                                  or "builtin", exact=exact)
     out = combine_reports(reports)
     out["wall_s"] = time.perf_counter() - t0
     return out
