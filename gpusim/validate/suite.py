@@ -345,6 +345,8 @@ TUTORIAL_MM_CONFIGS = [
     (128, 128, 128, 8, 4, 4), (128, 64, 64, 8, 4, 4), (64, 128, 64, 8, 4, 4), (128, 32, 64, 8, 4, 4),
 ]
 TUNE_MM_SIZES = (512, 1000, 1024, 2000, 2048, 3000, 3072, 4096)
+#: sizes held out of every choice made on the records above (collected later, on the lent H200: tune_check --probe)
+TUNE_MM_PROBE_SIZES = (768, 1280, 1500, 2304, 2500, 3584)
 # FlashAttention forward: tile shapes x warps (num_stages 3), at two head dims and two sequence lengths
 TUNE_FA_CONFIGS = [(bm, bn, w) for bm in (64, 128) for bn in (32, 64, 128) for w in (4, 8)]
 
@@ -353,7 +355,7 @@ def _build_tune_cases() -> list[Case]:
     """Autotuning records: every config of a search space at each size, timed on the GPU (not part of CASES:
     `gpusim validate report` does not replay them; `collect --suite tune` collects them)."""
     cases: list[Case] = []
-    for size in TUNE_MM_SIZES:
+    for size in TUNE_MM_SIZES + TUNE_MM_PROBE_SIZES:
         for bm, bn, bk, gm, st, w in TUTORIAL_MM_CONFIGS:
             cfg = f"{bm}x{bn}x{bk}_w{w}_s{st}"
             small = 48 + size % 16

@@ -1,9 +1,12 @@
 """`gpusim tune` held against the H100: for each size of the autotuning records (``records/tune_mm_timing.json``:
 Triton tutorial 03's 16 matmul configs x 8 sizes, timed with do_bench), the config gpusim ranks first and its
 *real* time against the real best.  ``loss`` = real time of the simulated pick / real best - 1.  Configs the H100
-refused (out of resources: shared memory over 227 KB) must be refused by the simulation too.
+refused (out of resources: shared memory over 227 KB) must be refused by the simulation too.  ``--probe``: the
+same at 6 sizes no choice of the model was made on (``suite.TUNE_MM_PROBE_SIZES``, 2 of them not multiples of
+16), collected later on the lent H200 (``records/h200/tune_mm_probe_timing.json``) and simulated on the H200
+preset.
 
-    python -m gpusim.validate.tune_check [--sizes 512,1000] [--jobs 2]     (benchmarks/tune.py prints all sizes)
+    python -m gpusim.validate.tune_check [--sizes 512,1000] [--jobs 2] [--probe]   (benchmarks/tune.py: both)
 """
 from __future__ import annotations
 
@@ -18,11 +21,12 @@ from . import suite
 from .records import RECORDS_DIR
 
 RECORD = "tune_mm_timing.json"
+PROBE_RECORD = "h200/tune_mm_probe_timing.json"
 
 
-def measured(size: int) -> dict[str, float | None]:
-    """Config name -> real do_bench median (us), None where the H100 refused the config."""
-    cases = json.loads((RECORDS_DIR / RECORD).read_text())["cases"]
+def measured(size: int, record: str = RECORD) -> dict[str, float | None]:
+    """Config name -> real do_bench median (us), None where the GPU refused the config."""
+    cases = json.loads((RECORDS_DIR / record).read_text())["cases"]
     out = {}
     for name, c in cases.items():
         m = re.fullmatch(rf"tune_mm_{size}_(.+)", name)
@@ -40,7 +44,7 @@ def simulate(size: int, gpu: str = "h100", jobs: int | None = None) -> dict[str,
     from ..tuner import ranking
     cases = [c for c in suite.TUNE_CASES if c.name.startswith(f"tune_mm_{size}_")]
     if not cases:
-        raise ValueError(f"no autotuning records for size {size}: sizes {suite.TUNE_MM_SIZES}")
+        raise ValueError(f"no autotuning configs for size {size}: sizes {suite.TUNE_MM_SIZES + suite.TUNE_MM_PROBE_SIZES}")
     keys = ("BM", "BN", "BK", "num_warps", "num_stages", "GROUP_M")
     lines = []
     for c in cases:
@@ -61,8 +65,10 @@ def _ranking_jobs(size, f, gpu, jobs):
     return [r for x in t for r in x.rows]
 
 
-def compare(size: int, jobs: int | None = None) -> dict:
-    meas, sim = measured(size), simulate(size, jobs=jobs)
+def compare(size: int, jobs: int | None = None, gpu: str = "h100", record: str = RECORD) -> dict:
+    meas, sim = measured(size, record), simulate(size, gpu=gpu, jobs=jobs)
+    if not meas:
+        raise ValueError(f"no autotuning records for size {size} in {record}")
     real_ok = {k: v for k, v in meas.items() if v is not None}
     best = min(real_ok, key=real_ok.get)
     sim_ok = {k: v for k, v in sim.items() if v is not None}
@@ -94,13 +100,19 @@ def table(results: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m gpusim.validate.tune_check", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default=",".join(map(str, suite.TUNE_MM_SIZES)))
+    ap.add_argument("--sizes", help="comma-separated (default: every size of the record)")
+    ap.add_argument("--probe", action="store_true", help="the held-out sizes, collected on the H200, simulated on "
+                    "the h200 preset")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args(argv)
+    sizes = suite.TUNE_MM_PROBE_SIZES if a.probe else suite.TUNE_MM_SIZES
+    if a.sizes:
+        sizes = [int(x) for x in a.sizes.split(",")]
+    gpu, record = ("h200", PROBE_RECORD) if a.probe else ("h100", RECORD)
     results = []
-    for s in (int(x) for x in a.sizes.split(",")):
-        results.append(compare(s, jobs=a.jobs))
+    for s in sizes:
+        results.append(compare(s, jobs=a.jobs, gpu=gpu, record=record))
         print(table(results[-1:]).splitlines()[1], flush=True)
     print(table(results))
     if a.json:
