@@ -150,9 +150,9 @@ def fresh_addresses() -> Iterator[None]:
     validation cases: a few tenths of a percent, up to 3% on a one-wave matmul)."""
     import gc
     from .cuda.memory import ADDRESS_SPACE
-    from .triton._buffers import ADDRESSES
+    from .triton._buffers import fresh_space
     gc.collect()
-    with ADDRESS_SPACE.fresh(), ADDRESSES.fresh():
+    with ADDRESS_SPACE.fresh(), fresh_space():
         yield
 
 

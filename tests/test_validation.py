@@ -163,3 +163,13 @@ def test_a_prediction_does_not_depend_on_the_arrays_the_process_holds(monkeypatc
     first.pop("wall_s"), again.pop("wall_s")
     assert first == again
     assert len(ADDRESS_SPACE._blocks) == n_cuda and len(ADDRESSES.by_ptr) == n_tl      # restored after the case
+
+
+def test_a_pointer_table_case_runs_after_others_in_one_process():
+    """Tutorial 08's grouped GEMM hands device addresses out (``data_ptr``) for its pointer table; in an empty
+    address space those must be forgotten too, or the next case's table maps to the previous case's arrays (the
+    report once stopped with "a pointer cast from int64 holds 0x..., which is no address gpusim handed out")."""
+    from gpusim.validate.compare import predict
+    first = predict("tut_grouped_gemm_4x512")
+    again = predict("tut_grouped_gemm_4x512")
+    assert first["cycles"] == again["cycles"] > 0

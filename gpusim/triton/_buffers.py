@@ -45,16 +45,6 @@ class _AddressSpace:
                     pass
         return a
 
-    @contextlib.contextmanager
-    def fresh(self):
-        """No allocation live for the block (the first buffer gets ``BASE``), the live ones back after."""
-        saved = self.by_ptr, self.span
-        self.by_ptr, self.span = {}, {}
-        try:
-            yield
-        finally:
-            self.by_ptr, self.span = saved
-
     def _free(self, host_ptr: int) -> None:
         self.by_ptr.pop(host_ptr, None)
         self.span.pop(host_ptr, None)
@@ -153,6 +143,18 @@ class _Allocations:
 
 
 ALLOCATIONS = _Allocations()
+
+
+@contextlib.contextmanager
+def fresh_space():
+    """No allocation live for the block (the first buffer gets ``_AddressSpace.BASE``; no device address handed
+    out by ``data_ptr``), the live ones back after."""
+    saved = ADDRESSES.by_ptr, ADDRESSES.span, ALLOCATIONS.by_dev
+    ADDRESSES.by_ptr, ADDRESSES.span, ALLOCATIONS.by_dev = {}, {}, {}
+    try:
+        yield
+    finally:
+        ADDRESSES.by_ptr, ADDRESSES.span, ALLOCATIONS.by_dev = saved
 
 
 def _root_bytes(x):
