@@ -5,7 +5,7 @@ real best on at least 80% of the sizes, collected and held out).
     python benchmarks/tune.py --sizes 512,1000 --no-probe
 
 For each size, Triton tutorial 03's 16 matmul configs are simulated (``gpusim tune``'s ranking, all cores) and the
-config ranked first is looked up in the records: ``records/tune_mm_timing.json`` (H100, do_bench medians) and, for
+config ranked first is looked up in the records: ``records/tune_mm_timing.json`` (H100 kernel durations) and, for
 the held-out sizes no choice of the model was made on, ``records/h200/tune_mm_probe_timing.json`` (the lent H200,
 simulated on the h200 preset).  Prints per size: the real best config and its time, the simulated pick and its
 real time, the loss, and whether the configs the GPU refused (out of shared memory) are refused by the simulation
