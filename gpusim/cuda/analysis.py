@@ -122,9 +122,7 @@ class FlowAnalysis:
         barrier or warp-level collective -- then the loop is innermost and runtime-unrolled, and each lane runs
         its ``trip % U`` remainder iterations and its groups of ``U`` whatever the other lanes of its warp do
         (``control.SlotPlan``)."""
-        return self._plain_body(s.body, depth)
-
-    def _plain_body(self, body, depth: int) -> bool:
+        body = s.body
         if _contains(body, (ast.For, ast.While, ast.Break, ast.Continue, ast.Return, ast.AsyncFor, ast.With)):
             return False
         for f in _callees(*body):
