@@ -39,7 +39,8 @@ def trace_counts(trace: KernelTrace) -> dict[str, float]:
     """Instruction, request, sector and wavefront counts of a trace (exact; no timing involved)."""
     c = {"inst": 0, "thread_inst": 0, "gld_req": 0, "gld_sectors": 0, "gld_bytes": 0, "gst_req": 0,
          "gst_sectors": 0, "gst_bytes": 0, "shld_wavefronts": 0, "shld_ideal": 0, "shst_wavefronts": 0,
-         "shst_ideal": 0, "shld_req": 0, "shst_req": 0, "local_req": 0, "atom_req": 0, "mma_inst": 0}
+         "shst_ideal": 0, "shld_req": 0, "shst_req": 0, "local_ld_req": 0, "local_st_req": 0, "local_ld_sectors": 0,
+         "local_st_sectors": 0, "atom_req": 0, "mma_inst": 0}
     ic = trace.instruction_counts()
     c["inst"] = ic["inst_executed"]
     c["thread_inst"] = ic["thread_inst_executed"]
@@ -76,7 +77,9 @@ def trace_counts(trace: KernelTrace) -> dict[str, float]:
                 req = op.n_inst * int((warps & (np.diff(m.ptr) > 0)).sum())
             sectors = int(_POPCOUNT4[m.smask].sum())
             if m.space == Space.LOCAL:
-                c["local_req"] += req
+                k = "st" if op.kind == OpKind.STORE else "ld"
+                c[f"local_{k}_req"] += req
+                c[f"local_{k}_sectors"] += sectors
                 continue
             if op.kind in (OpKind.LOAD, OpKind.ASYNC_COPY):
                 c["gld_req"] += req
@@ -176,7 +179,8 @@ SECTIONS = [
                    "registers_per_thread", "shared_bytes_per_cta", "l1_bytes"]),
     ("Instructions", ["inst_executed", "threads_per_inst", "inst_issued_engine"]),
     ("Global memory", ["gld_requests", "gld_sectors", "gld_sectors_per_request", "gld_efficiency_pct",
-                       "gst_requests", "gst_sectors", "gst_sectors_per_request", "gst_efficiency_pct"]),
+                       "gst_requests", "gst_sectors", "gst_sectors_per_request", "gst_efficiency_pct",
+                       "local_ld_requests", "local_ld_sectors", "local_st_requests", "local_st_sectors"]),
     ("Caches and DRAM", ["l1_hit_rate_pct", "l2_hit_rate_pct", "dram_bytes_read", "dram_bytes_write",
                          "dram_bandwidth_gbps", "dram_bandwidth_pct_of_peak"]),
     ("Shared memory", ["shared_ld_wavefronts", "shared_ld_bank_conflicts", "shared_st_bank_conflicts"]),
@@ -244,6 +248,13 @@ def build_report(trace: KernelTrace, gpu: GPUConfig, res: EngineResult, wall_s: 
         _ratio(c["gst_sectors"], c["gst_req"]), "sector/request", "")
     put("gst_efficiency_pct", "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct",
         100 * _ratio(c["gst_bytes"], 32 * c["gst_sectors"]), "%", "bytes used / bytes moved")
+    if c["local_ld_req"] or c["local_st_req"]:
+        # local memory (register spills, local arrays): reported when the kernel has any
+        for k, what in (("ld", "loads"), ("st", "stores")):
+            put(f"local_{k}_requests", f"l1tex__t_requests_pipe_lsu_mem_local_op_{k}.sum", c[f"local_{k}_req"],
+                "request", f"local {what} (LDL/STL) x warps")
+            put(f"local_{k}_sectors", f"l1tex__t_sectors_pipe_lsu_mem_local_op_{k}.sum", c[f"local_{k}_sectors"],
+                "sector", f"32 B sectors of local {what}")
     put("l1_hit_rate_pct", "l1tex__t_sector_hit_rate.pct",
         100 * _ratio(mem["l1_ld_hit_sectors"], mem["l1_ld_sectors"] + mem["l1_st_sectors"]), "%",
         "L1 sector hits / sector lookups (global loads and stores)")

@@ -416,6 +416,111 @@ def test_sass_reading_per_line_pipe_and_width():
     assert _sass.pipe_of("HGMMA.64x128x16.F32") == "tensor" and _sass.pipe_of("LOP3.LUT") == "int"
 
 
+NVDISASM_LOOPS = """
+	//## File "/src/k.py", line 10
+        /*0000*/                   STL [R1+0x4], R2 ;
+        /*0010*/                   STL.64 [R1+0x8], R4 ;
+.L_x_0:
+	//## File "/src/k.py", line 12
+        /*0020*/                   LDL R2, [R1+0x4] ;
+.L_x_1:
+	//## File "/src/k.py", line 14
+        /*0030*/                   LDL.LU.64 R4, [R1+0x8] ;
+        /*0040*/                   STL.S16 [R1+0x10], R6 ;
+        /*0050*/                   FFMA R7, R4, R5, R7 ;
+	//## File "/src/k.py", line 13
+        /*0060*/               @P1 BRA `(.L_x_1) ;
+	//## File "/src/k.py", line 12
+        /*0070*/                   STL [R1+0x4], R2 ;
+        /*0080*/                   LDL R3, [R1+0xc] ;
+        /*0090*/               @P0 BRA `(.L_x_0) ;
+	//## File "/src/k.py", line 20
+        /*00a0*/                   LDL R2, [R1+0x4] ;
+        /*00b0*/                   EXIT ;
+.L_x_2:
+        /*00c0*/                   BRA `(.L_x_2);
+"""
+
+
+def test_sass_loops_and_their_local_memory():
+    """Each backward branch closes a loop (the trap after EXIT, a branch to itself, is none); a loop's LDL/STL are
+    its own body's (the inner loop's are not the outer's), by width; those in no loop are apart."""
+    from gpusim.compilers import _sass
+    s = _sass.summarize(NVDISASM_LOOPS, "/src/k.py")
+    loops = sorted(s["loops"], key=lambda d: d["first"])
+    assert [(d["line"], d["first"], d["last"]) for d in loops] == [(12, 0x20, 0x90), (13, 0x30, 0x60)]
+    outer, inner = loops
+    assert inner["parent"] == s["loops"].index(outer) and outer["parent"] == -1
+    assert inner["instructions"] == 4 and inner["local"] == {"LDL": {"64": 1}, "STL": {"16": 1}}
+    assert outer["instructions"] == 4 and outer["local"] == {"LDL": {"32": 2}, "STL": {"32": 1}}
+    assert s["local_outside"] == {"STL": {"32": 1, "64": 1}, "LDL": {"32": 1}}
+    # the warp waits where an instruction reads a reloaded register (FFMA R4; STL of R2), and at the end for a
+    # reload still in flight (LDL R3 before the back edge; LDL R2 before EXIT)
+    assert (inner["reload_waits"], outer["reload_waits"], s["reload_waits_outside"]) == (1, 2, 1)
+
+
+def test_spill_accesses_are_interleaved_lines_of_the_warps_frame():
+    """A full warp's 32-bit LDL is one 128 B line (4 sectors), a 64-bit one two lines, a 16-bit STL two sectors;
+    the k-th instruction takes the frame words after the (k-1)-th's, wrapping round the frame; program p uses the
+    frames of CTA slot p mod slots (one frame of stack_bytes * 32 B per warp)."""
+    from gpusim.triton._lower_spill import LOCAL_BASE, SpillPlan
+    from gpusim.trace import Space
+    plan = SpillPlan({"loops": [], "local_outside": {}}, stack_bytes=64, slots=3)     # 16 words a frame
+    widths = plan.widths({"32": 20, "64": 2})
+    assert widths == [64] * 2 + [32] * 20
+    acc = plan.access(widths, first_program=2, P=2, W=4)
+    assert acc.space == Space.LOCAL
+    per = np.diff(acc.ptr)
+    assert per.tolist() == [24] * 8                     # 2 x 2 lines + 20 x 1 line per warp
+    base = LOCAL_BASE // 128
+    w0 = acc.line[:24] - base                           # program 2, warp 0: slot 2 -> frame 2 * 4 + 0
+    assert w0[0] == 8 * 16 and (w0 - 8 * 16).tolist() == [0, 1, 2, 3] + list(range(4, 16)) + list(range(0, 8))
+    w4 = acc.line[4 * 24:5 * 24] - base                 # program 3 -> slot 0: the first program's frames
+    assert w4[0] == 0
+    assert (acc.smask == 0xF).all() and acc.bytes_requested == 24 * 4 * 32 * 8
+    acc16 = plan.access([16] * 3, 0, 1, 1, word=15)          # from the frame's last word on, wrapping
+    assert acc16.smask.tolist() == [0x3] * 3 and acc16.bytes_requested == 3 * 2 * 32
+    assert (acc16.line - base).tolist() == [15, 0, 1]
+    assert plan.access([], 0, 1, 1) is None
+
+
+@needs_triton
+def test_register_spills_are_traced_per_loop_iteration(fresh_cache):
+    """A matmul held to 64 registers per thread (``maxnreg``) spills; the trace carries, per warp, the SASS loop's
+    LDL/STL once per iteration of its ``for`` (ceil(200 / 32) = 7) plus those outside the loop once, and they
+    make the kernel slower than the same launch without its spills in the trace."""
+    from gpusim import simulate
+    from gpusim.triton import _lower_spill
+    launch = _load("tl_matmul.py").launch(M=200, N=200, K=200, BM=64, BN=64, BK=32, num_warps=4, num_stages=3)
+    meta = dict(launch["meta"], maxnreg=64)
+    tr = _triton_trace(dict(launch, meta=meta))
+    sp = tr.meta["spills"]
+    assert tr.regs_per_thread == 64 and tr.local_bytes_per_thread == sp["frame_bytes"] > 0
+    (loop_line, per_it), = sp["per_iteration"].items()
+    src = (ROOT / "kernels" / "tl_matmul.py").read_text().splitlines()
+    assert src[int(loop_line) - 1].strip().startswith("for kk in range(")
+    total = {b: sum(int(n) for n in per_it.get(b, {}).values()) * 7
+             + sum(int(n) for n in sp["outside"].get(b, {}).values()) for b in ("LDL", "STL")}
+    assert total["LDL"] > 0 and total["STL"] > 0
+    got = {"LDL": 0, "STL": 0}
+    for t in tr.tables:
+        for o in t.ops:
+            if o.label.endswith("(spill)"):
+                got[o.label[:3]] += o.n_inst * t.n_ctas
+                assert o.mem.space.name == "LOCAL"
+    assert got == {b: total[b] * tr.grid[0] for b in got}
+    assert any("traced as local-memory traffic from the SASS" in n for n in tr.notes)
+    with compilers.use("real"):
+        slow = simulate(launch["kernel"], launch["grid"], *launch["args"], **meta).metrics["cycles"].value
+        orig = _lower_spill.SpillPlan.of
+        try:
+            _lower_spill.SpillPlan.of = classmethod(lambda cls, *a: None)
+            fast = simulate(launch["kernel"], launch["grid"], *launch["args"], **meta).metrics["cycles"].value
+        finally:
+            _lower_spill.SpillPlan.of = orig
+    assert slow > fast * 1.1, (slow, fast)
+
+
 # ---- scripts: their launches happen while gpusim's front ends stand in for triton / numba.cuda ------------------
 
 SCRIPT_TRITON = textwrap.dedent('''

@@ -71,7 +71,7 @@ def key_parts(req) -> dict:
 def _key_parts(req) -> dict:
     return {"frontend": "cuda", "numba-cuda": _version(), "cap": list(req.capability), "name": req.name,
             "source": _cache.fingerprint(req.py_func), "argtypes": req.argtypes, "options": req.options,
-            "ptxas": [(p, _tools.version(p)) for p in _tools.candidates("ptxas")], "sass_schema": 1}
+            "ptxas": [(p, _tools.version(p)) for p in _tools.candidates("ptxas")], "sass_schema": 2}
 
 
 # ---- gpusim.cuda names -> numba.cuda --------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 
 _INST_RX = re.compile(r"/\*([0-9a-fA-F]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
+_LABEL_RX = re.compile(r"^\s*(\.L\w+):")
+_TARGET_RX = re.compile(r"`\((\.L\w+)\)")
 _LINE_RX = re.compile(r'//## File "([^"]*)", line (\d+)')
 _SITE_RX = re.compile(r'"([^"]*)", line (\d+)')        # the location, then the call sites it was inlined at
 
@@ -65,16 +67,24 @@ def width_bits(opcode: str) -> int | None:
 
 def summarize(text: str, source_file: str = "") -> dict:
     """{"total", "total_no_nop", "histogram": {opcode: n}, "per_pipe": {pipe: n}, "mem_widths": {base: {bits: n}},
-    "lines": {line: {opcode: n}}} of ``nvdisasm -g`` text.  Lines are the kernel file's (``source_file``, when
-    given: instructions whose innermost location is another file, an inlined library, count under its call site
-    in the kernel file when nvdisasm names one, else under line 0)."""
+    "lines": {line: {opcode: n}}, "loops": [...], "local_outside": {...}} of ``nvdisasm -g`` text.  Lines are the
+    kernel file's (``source_file``, when given: instructions whose innermost location is another file, an inlined
+    library, count under its call site in the kernel file when nvdisasm names one, else under line 0).
+    ``loops`` and ``local_outside``: see ``loops``."""
     hist: dict[str, int] = {}
     per_pipe = dict.fromkeys(PIPES, 0)
     widths: dict[str, dict[str, int]] = {}
     lines: dict[str, dict[str, int]] = {}
     cur = 0
     total = 0
+    insts: list[tuple[int, str, int, str, str]] = []     # (address, opcode, line, branch target label, operands)
+    labels: dict[str, int] = {}
+    pending: list[str] = []
     for raw in text.splitlines():
+        lm = _LABEL_RX.match(raw)
+        if lm:
+            pending.append(lm.group(1))
+            continue
         m = _LINE_RX.search(raw)
         if m and "/*" not in raw:
             cur = 0
@@ -87,6 +97,12 @@ def summarize(text: str, source_file: str = "") -> dict:
         if not m:
             continue
         op = m.group(2)
+        addr = int(m.group(1), 16)
+        for lab in pending:
+            labels[lab] = addr
+        pending.clear()
+        tm = _TARGET_RX.search(raw) if op.startswith("BRA") else None
+        insts.append((addr, op, cur, tm.group(1) if tm else "", raw[m.end():].split(";", 1)[0]))
         total += 1
         hist[op] = hist.get(op, 0) + 1
         per_pipe[pipe_of(op)] += 1
@@ -100,7 +116,77 @@ def summarize(text: str, source_file: str = "") -> dict:
     return {"total": total, "total_no_nop": total - sum(n for o, n in hist.items() if o.startswith("NOP")),
             "histogram": dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))),
             "per_pipe": {k: v for k, v in per_pipe.items() if v},
-            "mem_widths": widths, "lines": lines}
+            "mem_widths": widths, "lines": lines, **loops(insts, labels)}
+
+
+def _local_counts(ops) -> dict:
+    out: dict[str, dict[str, int]] = {}
+    for op in ops:
+        base = op.split(".", 1)[0]
+        if base in ("LDL", "STL"):
+            d = out.setdefault(base, {})
+            w = str(width_bits(op))
+            d[w] = d.get(w, 0) + 1
+    return out
+
+
+_REG_RX = re.compile(r"\bR(\d+)\b")
+_STORES = {"STL", "STG", "STS", "ST", "RED", "REDG", "ATOM", "ATOMG", "ATOMS"}
+
+
+def _reload_waits(body) -> int:
+    """Points where a warp waits for its local-memory reloads: instructions that read a register an ``LDL`` not yet
+    waited for writes (the scoreboard holds the warp there until the load is back); one wait covers every reload
+    issued before it.  ``body``: (opcode, operands) in address order."""
+    pending: set[int] = set()
+    waits = 0
+    for op, args in body:
+        regs = [int(r) for r in _REG_RX.findall(args)]
+        base = op.split(".", 1)[0]
+        reads = regs if base in _STORES else regs[1:]          # a store's operands are all read
+        if pending and pending.intersection(reads):
+            waits += 1
+            pending.clear()
+        if base == "LDL" and regs:
+            w = max(1, (width_bits(op) or 32) // 32)
+            pending.update(range(regs[0], regs[0] + w))
+    return waits + (1 if pending else 0)
+
+
+def loops(insts, labels: dict) -> dict:
+    """The loops of the SASS: each backward branch (``BRA`` to a label before it) closes a loop over the addresses
+    from its target to itself.  Per loop, innermost first by address: ``line`` (the source line of the back edge:
+    the loop statement's), ``first`` / ``last`` (addresses), ``parent`` (index of the loop around it, -1),
+    ``instructions``, ``local`` ({"LDL"|"STL": {bits: n}}: local-memory loads and stores, spills) and
+    ``reload_waits`` (``_reload_waits``) of its own body (inner loops excluded), i.e. once per iteration.
+    ``local_outside`` / ``reload_waits_outside``: those in no loop."""
+    regions = []
+    for addr, op, line, target, _ in insts:
+        t = labels.get(target) if target else None
+        if t is not None and t < addr:        # (a branch to itself: the trap after EXIT)
+            regions.append((t, addr, line))
+    regions.sort(key=lambda r: (r[0], -r[1]))
+    # parent: the smallest region strictly around another
+    parent = []
+    for i, (a, b, _) in enumerate(regions):
+        best = -1
+        for j, (c, d, _) in enumerate(regions):
+            if j != i and c <= a and b <= d and (c, d) != (a, b) and (best < 0 or d - c < regions[best][1] - regions[best][0]):
+                best = j
+        parent.append(best)
+    own: list[list[tuple[str, str]]] = [[] for _ in regions]
+    outside: list[tuple[str, str]] = []
+    for addr, op, _, _, args in insts:
+        best = -1
+        for j, (c, d, _) in enumerate(regions):
+            if c <= addr <= d and (best < 0 or d - c < regions[best][1] - regions[best][0]):
+                best = j
+        (own[best] if best >= 0 else outside).append((op, args))
+    out = [{"line": ln, "first": a, "last": b, "parent": parent[i], "instructions": len(own[i]),
+            "local": _local_counts(o for o, _ in own[i]), "reload_waits": _reload_waits(own[i])}
+           for i, (a, b, ln) in enumerate(regions)]
+    return {"loops": out, "local_outside": _local_counts(o for o, _ in outside),
+            "reload_waits_outside": _reload_waits(outside)}
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -81,7 +81,7 @@ def _key_parts(req) -> dict:
     return {"frontend": "triton", "triton": version(), "cap": list(req.capability), "name": req.name,
             "source": _cache.fingerprint(req.fn), "params": req.params, "options": req.options,
             "jit": req.jit_options, "ptxas": list(_STATE.get("ptxas") or _ptxas()),
-            "sass_schema": 1}
+            "sass_schema": 2}
 
 
 # ---- gpusim's Triton names -> Triton's --------------------------------------------------------------------------

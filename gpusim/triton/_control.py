@@ -289,7 +289,7 @@ class For(_Region):
             ints = it._ints()
             if it.kind == "range" and st.rec is not None:
                 self.rec = st.rec
-                st.rec.loop_begin(it.num_stages)
+                st.rec.loop_begin(it.num_stages, line=self._where[1])
             if ints is not None:
                 if ints[2] == 0:
                     fail(CompileError, "range step must not be zero")
@@ -399,7 +399,7 @@ class While(_Region):
         self.carried = True
         st.in_while += 1
         if self.rec is not None:
-            self.rec.loop_begin(None, kind="while")
+            self.rec.loop_begin(None, kind="while", line=self._where[1])
         self.mark = len(self.rec.ops) if self.rec is not None else 0    # the ops this round's loop records
 
     def next(self, cond, locs=None) -> bool:

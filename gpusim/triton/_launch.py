@@ -582,26 +582,29 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
         facts.freeze()
         stats = L.Stats()
         chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))
+    # the real compiler (when in use) after the probe, so that its register spills enter the chunks' traces
+    cc = _realcc.outcome(spec, vals, values0, W, S, launch_options, cfg) if record else None
+    spill_plan = L.SpillPlan.of(cc.result, cfg, W) if cc is not None else None
     tables = []
     start = 0
     while start < n:
         size = chunk if chunk is not None else min(n, 64)
         size = min(size, n - start)
         values = _fresh(values0)
-        rec = L.Recorder(cfg, W, S, size, facts, stats, n_ptr_args=n_ptr, n_scalar_args=n_scalar) if record \
-            else None
+        rec = L.Recorder(cfg, W, S, size, facts, stats, n_ptr_args=n_ptr, n_scalar_args=n_scalar, spill=spill_plan,
+                         first=start) if record else None
         st = C.State(pids=_pids(start, size, grid3), grid=grid3, num_warps=W, num_stages=S, kernel_name=spec.name,
                      rec=rec, buffers=buffers, first_program=start)
         _run_rounds(kfn, values, st, spec)
         if chunk is None:
             chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))
         if record:
+            rec.spill_outside()
             tables.append(_checked(rec.table(start), spec))
         start += size
     if not record:
         return None
-    cc = _realcc.outcome(spec, vals, values0, W, S, launch_options, cfg)
-    return _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc, values0)
+    return _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc, values0, spill_plan)
 
 
 def _checked(t, spec):
@@ -625,7 +628,7 @@ def _checked(t, spec):
     return t
 
 
-def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, values0=None) -> KernelTrace:
+def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, values0=None, spill_plan=None) -> KernelTrace:
     tables = L.merge_tables(tables)
     regs_est, reg_basis = L.register_estimate(stats, W)
     regs = min(cfg.sm.max_registers_per_thread, max(16, regs_est))
@@ -672,7 +675,9 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, value
                      local_bytes_per_thread=local_bytes, flops=float(stats.flops), meta=meta)
     for text in sorted(IGNORED_CALLS):
         tr.note(text)
-    _realcc.notes(tr, spec, values0 or {}, cc)
+    if spill_plan is not None:
+        meta["spills"] = spill_plan.describe()
+    _realcc.notes(tr, spec, values0 or {}, cc, spill_plan)
     for where, (waits, rounds) in stats.waits.items():
         meta.setdefault("spin_waits", {})[where] = {"waits": waits, "most_rounds": rounds}
         tr.notes.append(

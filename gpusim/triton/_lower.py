@@ -70,6 +70,7 @@ from ._lower_loops import LoopLowering, _Loop
 from ._lower_memory import MemoryLowering
 from ._lower_reduce import ReduceLowering
 from ._lower_tma import TmaLowering
+from ._lower_spill import SpillLowering, SpillPlan
 from ._resources import Region, Stats, register_estimate, shared_estimate
 from ._tables import merge_tables
 
@@ -79,12 +80,14 @@ __all__ = ["Recorder", "Facts", "Stats", "Region", "RecOp", "Layout", "WARP", "a
 
 
 class Recorder(MemoryLowering, TmaLowering, DotLowering, ReduceLowering, ElementwiseLowering, LoopLowering,
-               LoweringBase):
+               SpillLowering, LoweringBase):
     """Lowers the tile ops of one chunk of programs into the op list of one OpTable."""
 
     def __init__(self, gpu, num_warps: int, num_stages: int, P: int, facts: Facts, stats: Stats, probe=False,
-                 n_ptr_args: int = 0, n_scalar_args: int = 0):
+                 n_ptr_args: int = 0, n_scalar_args: int = 0, spill: SpillPlan | None = None, first: int = 0):
         self.gpu = gpu
+        self.spill = spill                   # ptxas's register spills (``_lower_spill``), None: none / not known
+        self.first = first                   # the chunk's first program
         self.W = num_warps
         self.S = num_stages
         self.P = P

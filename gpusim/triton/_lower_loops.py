@@ -17,11 +17,14 @@ from ._lower_base import RecOp
 
 
 class _Loop:
-    __slots__ = ("start", "iters", "stages", "kind", "has_copies", "depth", "key", "wait_it", "tma_it", "tma_wait", "tma")
+    __slots__ = ("start", "iters", "stages", "kind", "has_copies", "depth", "key", "wait_it", "tma_it", "tma_wait", "tma",
+                 "line", "gates")
 
-    def __init__(self, start, stages, kind, depth, key=None):
+    def __init__(self, start, stages, kind, depth, key=None, line=0):
         self.start, self.iters, self.stages, self.kind = start, [], stages, kind
         self.key = key
+        self.line = line          # the loop statement's source line
+        self.gates = []           # (op index, reload op) of each iteration's register spills (``_lower_spill``)
         self.has_copies = False
         self.depth = depth
         self.wait_it = -1
@@ -34,15 +37,17 @@ class LoopLowering:
     """``Recorder``'s loop hooks (called by ``_control``'s ``For`` / ``While``) and the pipeliner's
     reordering."""
 
-    def loop_begin(self, num_stages, kind="for"):
+    def loop_begin(self, num_stages, kind="for", line=0):
         st = num_stages if num_stages is not None else self.S
-        self.loops.append(_Loop(len(self.ops), int(st), kind, len(self.loops), C.user_site()[2]))
+        _, here, key = C.user_site()
+        self.loops.append(_Loop(len(self.ops), int(st), kind, len(self.loops), key, line or here))
 
     def loop_iter(self):
         if self.loops:
             lp = self.loops[-1]
             lp.iters.append(len(self.ops))
             line = C.user_line()[1]
+            self.spill_iteration(lp, line)
             self._cost(K.LOOP_ITER, 1, (), line=line)
             if self.facts.sites.get(lp.key, {}).get("pipelined"):
                 # the ring's barrier before this iteration's copies overwrite a slot, and its bookkeeping
@@ -63,6 +68,7 @@ class LoopLowering:
 
     def loop_end(self):
         lp = self.loops.pop()
+        self.spill_gate(lp)
         if lp.has_copies and lp.stages >= 2:
             self._reorder(lp)
         if lp.tma:

@@ -109,8 +109,9 @@ def check_specialization(spec, values: dict, res) -> str:
             f"trace follow gpusim's")
 
 
-def notes(tr, spec, values: dict, cc) -> None:
-    """The report notes about the compiler: why auto mode fell back, a specialization that differs, spills."""
+def notes(tr, spec, values: dict, cc, spill=None) -> None:
+    """The report notes about the compiler: why auto mode fell back, a specialization that differs, spills
+    (``spill``: the launch's ``_lower_spill.SpillPlan``, None when there is none to trace)."""
     if cc is None:
         return
     if cc.note:
@@ -123,6 +124,10 @@ def notes(tr, spec, values: dict, cc) -> None:
     if diff:
         tr.note(diff)
     if res.spill_store_bytes or res.spill_load_bytes:
-        tr.note(f"ptxas spills registers: {res.spill_store_bytes} bytes of spill stores and {res.spill_load_bytes} "
-                f"bytes of spill loads per thread ({res.stack_bytes} bytes of stack); the spill traffic to local "
-                f"memory is not in the trace, only the register count")
+        head = (f"ptxas spills registers: {res.spill_store_bytes} bytes of spill stores and {res.spill_load_bytes} "
+                f"bytes of spill loads per thread ({res.stack_bytes} bytes of stack)")
+        if spill is None:
+            tr.note(f"{head}; the spill traffic to local memory is not in the trace (no SASS to read it from), only "
+                    f"the register count")
+        else:
+            tr.note(f"{head}; traced as local-memory traffic from the SASS: {spill.summary()}")

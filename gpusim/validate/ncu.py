@@ -45,6 +45,12 @@ SUITE_METRICS: list[str] = [
     "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
     "l1tex__t_sector_hit_rate.pct",
+    # local memory (register spills, local arrays)
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_hit.sum",
     "lts__t_sector_hit_rate.pct",
     "lts__t_sectors_op_read.sum",
     "lts__t_sectors_op_write.sum",
