@@ -77,8 +77,10 @@ def trace_counts(trace: KernelTrace) -> dict[str, float]:
                 req = op.n_inst * int((warps & (np.diff(m.ptr) > 0)).sum())
             sectors = int(_POPCOUNT4[m.smask].sum())
             if m.space == Space.LOCAL:
+                # Nsight counts a local request per 128 B line of the warp's access (an LDL.64 is two: measured,
+                # records/h200/tune_mm_1500_ncu.json), where global requests are instructions
                 k = "st" if op.kind == OpKind.STORE else "ld"
-                c[f"local_{k}_req"] += req
+                c[f"local_{k}_req"] += int(np.diff(m.ptr)[warps].sum()) if m.ptr is not None else req
                 c[f"local_{k}_sectors"] += sectors
                 continue
             if op.kind in (OpKind.LOAD, OpKind.ASYNC_COPY):

@@ -510,8 +510,21 @@ def test_register_spills_are_traced_per_loop_iteration(fresh_cache):
                 assert o.mem.space.name == "LOCAL"
     assert got == {b: total[b] * tr.grid[0] for b in got}
     assert any("traced as local-memory traffic from the SASS" in n for n in tr.notes)
+    # Nsight's local requests are 128 B lines (an LDL.64 of a full warp is two)
+    def count(per_inst):
+        return {b: sum(int(n) * per_inst(int(bits)) for bits, n in per_it.get(b, {}).items()) * 7
+                + sum(int(n) * per_inst(int(bits)) for bits, n in sp["outside"].get(b, {}).items())
+                for b in ("LDL", "STL")}
+    lines = count(lambda bits: max(1, bits // 32))
+    sectors = count(lambda bits: 4 * (bits // 32) if bits >= 32 else bits // 8)
     with compilers.use("real"):
-        slow = simulate(launch["kernel"], launch["grid"], *launch["args"], **meta).metrics["cycles"].value
+        rep = simulate(launch["kernel"], launch["grid"], *launch["args"], **meta)
+        slow = rep.metrics["cycles"].value
+        n_warps = tr.grid[0] * 4
+        assert rep.metrics["local_ld_requests"].value == lines["LDL"] * n_warps
+        assert rep.metrics["local_st_requests"].value == lines["STL"] * n_warps
+        assert rep.metrics["local_ld_sectors"].value == sectors["LDL"] * n_warps
+        assert rep.metrics["local_st_sectors"].value == sectors["STL"] * n_warps
         orig = _lower_spill.SpillPlan.of
         try:
             _lower_spill.SpillPlan.of = classmethod(lambda cls, *a: None)
