@@ -60,6 +60,10 @@ class Pipe(enum.IntEnum):
         return self.name.lower()
 
 
+#: the local-memory window of the simulated address space (bytes): both front ends put thread frames there
+LOCAL_BASE = 1 << 44
+
+
 class Space(enum.IntEnum):
     GLOBAL = 0
     SHARED = 1

@@ -166,22 +166,21 @@ def loops(insts, labels: dict) -> dict:
         if t is not None and t < addr:        # (a branch to itself: the trap after EXIT)
             regions.append((t, addr, line))
     regions.sort(key=lambda r: (r[0], -r[1]))
-    # parent: the smallest region strictly around another
-    parent = []
-    for i, (a, b, _) in enumerate(regions):
+
+    def innermost(lo: int, hi: int, skip: int = -1) -> int:
+        """The smallest region (other than ``skip``) around the addresses lo .. hi, -1 when none."""
         best = -1
         for j, (c, d, _) in enumerate(regions):
-            if j != i and c <= a and b <= d and (c, d) != (a, b) and (best < 0 or d - c < regions[best][1] - regions[best][0]):
+            if j != skip and c <= lo and hi <= d and (best < 0 or d - c < regions[best][1] - regions[best][0]):
                 best = j
-        parent.append(best)
+        return best
+
+    parent = [innermost(a, b, i) for i, (a, b, _) in enumerate(regions)]
     own: list[list[tuple[str, str]]] = [[] for _ in regions]
     outside: list[tuple[str, str]] = []
     for addr, op, _, _, args in insts:
-        best = -1
-        for j, (c, d, _) in enumerate(regions):
-            if c <= addr <= d and (best < 0 or d - c < regions[best][1] - regions[best][0]):
-                best = j
-        (own[best] if best >= 0 else outside).append((op, args))
+        j = innermost(addr, addr)
+        (own[j] if j >= 0 else outside).append((op, args))
     out = [{"line": ln, "first": a, "last": b, "parent": parent[i], "instructions": len(own[i]),
             "local": _local_counts(o for o, _ in own[i]), "reload_waits": _reload_waits(own[i])}
            for i, (a, b, ln) in enumerate(regions)]

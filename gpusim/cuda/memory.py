@@ -20,11 +20,10 @@ import weakref
 
 import numpy as np
 
-from ..trace import WARP, MemAccess, Space, data_wavefronts, coalesce_global, first_fit, shared_wavefronts
+from ..trace import LOCAL_BASE, WARP, MemAccess, Space, data_wavefronts, coalesce_global, first_fit, shared_wavefronts
 
 GLOBAL_BASE = 1 << 32          # first device address handed out (bytes)
 ALLOC_ALIGN = 256              # cudaMalloc alignment (bytes)
-LOCAL_BASE = 1 << 44           # local-memory window (bytes)
 
 
 class AddressSpace:

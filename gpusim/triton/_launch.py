@@ -628,7 +628,8 @@ def _checked(t, spec):
     return t
 
 
-def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, values0=None, spill_plan=None) -> KernelTrace:
+def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, values0=None,
+                 spill_plan=None) -> KernelTrace:
     tables = L.merge_tables(tables)
     regs_est, reg_basis = L.register_estimate(stats, W)
     regs = min(cfg.sm.max_registers_per_thread, max(16, regs_est))

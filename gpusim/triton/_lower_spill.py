@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace import MemAccess, OpKind, Pipe, Space
+from ..trace import LOCAL_BASE, MemAccess, OpKind, Pipe, Space
 from ._layouts import WARP
 
-#: local-memory window of the tile front end (the SIMT front end's ``cuda.memory.LOCAL_BASE``)
-LOCAL_BASE = 1 << 44
 _LINE = 128
 
 
