@@ -131,7 +131,7 @@ class SpillLowering:
         groups.  Returns the last reload op (None when there is none)."""
         sp = self.spill
         lds, sts = sp.widths(counts.get("LDL", {})), sp.widths(counts.get("STL", {}))
-        k = max(1, min(max(len(lds), 1), waits or 1))
+        k = max(1, min(len(lds), waits))
         last = None
         wl = ws = 0
         for ld, st in zip(_split(lds, k), _split(sts, k)):
