@@ -194,6 +194,18 @@ class L2Spec:
     # lines per set of a slice (0: one set per slice, fully associative LRU); a line's set within its slice is picked
     # by a hash of its address, so that sets fill unevenly and dirty lines start going out before the L2 is full
     ways: int = P("lines", 0, 1 << 20, default=0)
+    # the two partitions cache apart (with far_copies): a far line read by a partition leaves a copy that is a line
+    # of its own in the partition's set of the same index (it takes room there, and the partition's next reads hit
+    # it); the home line a remote read brings in from DRAM goes in among its set's least recently used (see
+    # remote_fill_position), and a remote hit leaves the home line where it is; a line's set is picked by one
+    # address hash spread evenly over all sets
+    partitioned: bool = P("flag", default=False)
+    # with partitioned: how many of its set's lines stay less recently used than a home line a remote read brings in
+    # from DRAM (0: it goes in least recently used; ways: most recently used, as any other fill)
+    remote_fill_position: int = P("lines", 0, 1 << 20, default=0)
+    # lines of a set that may be dirty (with partitioned; 0: no limit): a store past it has the set write back its
+    # least recently used dirty line first (that line stays, clean)
+    dirty_ways: int = P("lines", 0, 1 << 20, default=0)
 
 
 @dataclass(frozen=True)
@@ -257,6 +269,16 @@ class GPUConfig:
     @property
     def name(self) -> str:
         return self.chip.name
+
+    def l2_stream_bytes(self) -> float:
+        """Bytes of distinct lines a streaming footprint (each line read or written by one SM) keeps in the L2: its
+        share of the size, less a far copy for every line homed in another partition than its reader's (partitioned
+        with far copies: (partitions - 1) / partitions of the lines, each one line more)."""
+        l2 = self.l2
+        n = l2.size_bytes * l2.capacity_fraction
+        if l2.partitioned and l2.far_copies and l2.partitions > 1:
+            n /= 2 - 1 / l2.partitions
+        return n
 
     def dram_bytes_per_cycle(self) -> float:
         """Sustained DRAM bandwidth in bytes per SM clock."""

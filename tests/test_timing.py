@@ -234,7 +234,7 @@ def test_write_drain_keeps_reads_row_open(drain):
     from gpusim.timing.engine import Engine
     gpu = dataclasses.replace(H100, dram=dataclasses.replace(H100.dram, write_drain=drain))
     mem = Engine(alu_trace(1), gpu).mem
-    from gpusim.timing.memory import _hash
+    from gpusim.timing._lines import hash_line as _hash
 
     def where(line):                                          # (channel, bank, row) as _dram maps a line
         block = line // mem.lines_per_block
@@ -267,7 +267,7 @@ def test_write_backs_drain_in_batches_that_hold_up_the_reads_behind_them():
     gpu = dataclasses.replace(H100, dram=dataclasses.replace(H100.dram, write_drain=True, write_batch_bytes=batch,
                                                              write_turnaround_ns=turn_ns))
     mem = Engine(alu_trace(1), gpu).mem
-    from gpusim.timing.memory import _hash
+    from gpusim.timing._lines import hash_line as _hash
 
     def chan(line):
         return _hash(line // mem.lines_per_block) % mem.n_channels

@@ -11,9 +11,13 @@ with the L2 left as the previous kernel left it (``--cache-control none``):
   rereads only lines of its own, as register spills do with a warp's local-memory frame): DRAM bytes read
   beyond F are what the passes after the first missed;
 * ``own_rw``: the same, each pass reading and writing its slice (read-modify-write of whole lines): DRAM bytes
-  written and read tell how the dirty lines are kept.
+  written and read tell how the dirty lines are kept;
+* ``all_r``: flush, then one kernel of one 1,024-thread CTA per SM in which every CTA reads all of F ``passes``
+  times (``ld.global.cg``: no L1), as the tiles of a matmul's operands are read by many SMs: every line is read from
+  both L2 partitions, so a partition that keeps a copy of the far lines it reads holds each line twice.
 
     python benchmarks/device/l2_reuse.py OUT.json          # runs itself under ncu
+    python benchmarks/device/l2_reuse.py OUT.json all_r    # only these kinds (comma-separated)
     python benchmarks/device/l2_reuse.py --child PLAN.json   # (what ncu runs)
 
 Writes {"cases": [{"kind", "bytes", "passes", "kernels": [{metric: value} of each kernel after the flush]}],
@@ -48,6 +52,12 @@ extern "C" __global__ void own_r(const float4* a, long long per_cta4, int passes
         for (long long i = threadIdx.x; i < per_cta4; i += blockDim.x) { float4 v = p[i]; s += v.x + v.y + v.z + v.w; }
     if (s == 12345.678f) sink[0] = s;
 }
+extern "C" __global__ void all_r(const float4* a, long long n4, int passes, float* sink) {
+    float s = 0.f;
+    for (int k = 0; k < passes; ++k)
+        for (long long i = threadIdx.x; i < n4; i += blockDim.x) { float4 v = __ldcg(a + i); s += v.x + v.y + v.z + v.w; }
+    if (s == 12345.678f) sink[0] = s;
+}
 extern "C" __global__ void own_rw(float4* a, long long per_cta4, int passes) {
     float4* p = a + blockIdx.x * per_cta4;
     for (int k = 0; k < passes; ++k)
@@ -56,9 +66,9 @@ extern "C" __global__ void own_rw(float4* a, long long per_cta4, int passes) {
 """
 
 
-def plan() -> list[dict]:
+def plan(kinds=("read2", "own_r", "own_rw")) -> list[dict]:
     cases = []
-    for kind in ("read2", "own_r", "own_rw"):
+    for kind in kinds:
         for f in FOOTPRINTS_MB:
             cases.append({"kind": kind, "bytes": f * MB, "passes": 2 if kind == "read2" else PASSES})
     return cases
@@ -68,7 +78,7 @@ def child(path: str) -> None:
     import cupy as cp
     cases = json.load(open(path))
     mod = cp.RawModule(code=SRC)
-    k = {name: mod.get_function(name) for name in ("flush_r", "own_r", "own_rw")}
+    k = {name: mod.get_function(name) for name in ("flush_r", "own_r", "own_rw", "all_r")}
     flush = cp.ones(512 * MB // 4, cp.float32)
     buf = cp.ones(max(FOOTPRINTS_MB) * MB // 4, cp.float32)
     sink = cp.zeros(4, cp.float32)
@@ -78,6 +88,9 @@ def child(path: str) -> None:
         if c["kind"] == "read2":
             for _ in range(2):
                 k["flush_r"]((GRID,), (BLOCK,), (buf, cp.int64(n4), sink))
+        elif c["kind"] == "all_r":
+            n_sm = cp.cuda.Device().attributes["MultiProcessorCount"]
+            k["all_r"]((n_sm,), (1024,), (buf, cp.int64(n4), cp.int32(PASSES), sink))
         elif c["kind"] == "own_r":
             k["own_r"]((GRID,), (BLOCK,), (buf, cp.int64(n4 // GRID), cp.int32(PASSES), sink))
         else:
@@ -90,7 +103,7 @@ def main() -> None:
         child(sys.argv[2])
         return
     out = sys.argv[1]
-    cases = plan()
+    cases = plan(tuple(sys.argv[2].split(","))) if len(sys.argv) > 2 else plan()
     plan_path = os.path.abspath(out + ".plan.json")
     json.dump(cases, open(plan_path, "w"))
     ncu = os.environ.get("NCU") or ("/usr/local/cuda/bin/ncu" if os.path.exists("/usr/local/cuda/bin/ncu") else "ncu")

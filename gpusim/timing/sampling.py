@@ -235,7 +235,7 @@ def plan(trace: KernelTrace, gpu: GPUConfig | str = "h100", *, record_timeline: 
             dev = float(np.abs(per_wave - med).max()) / med
             return exact(f"waves differ in work ({name} per wave differ by up to {100 * dev:.1f}% from the median "
                          f"wave: a work gradient across the grid)")
-    cap = gpu.l2.size_bytes * gpu.l2.capacity_fraction - gpu.l2.dirty_at_launch_bytes
+    cap = gpu.l2_stream_bytes() - gpu.l2.dirty_at_launch_bytes
     return SamplingPlan(True, "", W, waves, fits_l2=footprint_bound_bytes(trace) <= cap, cta_inst=inst)
 
 
@@ -510,7 +510,7 @@ def _loop_sampled(trace: KernelTrace, gpu: GPUConfig, p: SamplingPlan, policy, p
     lp = found[0]
     line = (f"loop sampled: {R} repeats of a {lp.period}-op loop body replayed at {loops.J1} and {loops.J2}, the "
             f"rest extrapolated per repeat; each replay {inner.get('line', 'exact')}")
-    cap = gpu.l2.size_bytes * gpu.l2.capacity_fraction
+    cap = gpu.l2_stream_bytes()
     if footprint_bound_bytes(trace) > cap >= footprint_bound_bytes(loops.truncate(trace, found, loops.J2)):
         res.notes.append("loop sampled: the truncated replays' operands fit in the L2 but the whole loop's do not, so "
                          "the DRAM bytes (and L2 hit rate) extrapolated from them miss the loop's capacity misses; "
