@@ -140,10 +140,13 @@ class L2Slices(DRAMChannels):
     def set_of(self, line: int) -> int:
         """Index in ``l2_sets`` of the set that holds ``line``: its slice ``s`` plus ``slices`` times its set in the
         slice (from the hash bits above those that pick the slice); ``set % slices`` is the slice.  With
-        l2.partitioned one multiplicative hash picks the set among all (its high bits times the number of sets),
-        which spreads a contiguous footprint evenly over the sets, as the chip's address hash does."""
+        l2.partitioned one multiplicative hash picks the set among all (its high bits times the number of sets; the
+        slice from the hash's top, its set from the rest), which spreads a contiguous or strided footprint evenly over
+        the slices and the sets, as the chip's address hash does."""
         if self.partitioned:
-            return (((line * MIX) & MASK64) >> 32) * self.n_sets >> 32
+            idx = (((line * MIX) & MASK64) >> 32) * self.n_sets >> 32
+            sps = self.sets_per_slice
+            return idx // sps + self.n_slices * (idx % sps)
         s = hash_line(line) % self.n_slices
         if self.sets_per_slice == 1:
             return s
@@ -154,8 +157,9 @@ class L2Slices(DRAMChannels):
         a = np.asarray(lines, dtype=np.uint64)
         with np.errstate(over="ignore"):
             if self.partitioned:
-                h = (a * np.uint64(MIX)) >> np.uint64(32)
-                return (h * np.uint64(self.n_sets) >> np.uint64(32)).astype(np.int32)
+                idx = ((a * np.uint64(MIX)) >> np.uint64(32)) * np.uint64(self.n_sets) >> np.uint64(32)
+                sps = np.uint64(self.sets_per_slice)
+                return (idx // sps + np.uint64(self.n_slices) * (idx % sps)).astype(np.int32)
             h = (a * np.uint64(MIX)) >> np.uint64(29)
             n = np.uint64(self.n_slices)
             out = h % n
@@ -481,14 +485,28 @@ class L2Slices(DRAMChannels):
         """Functional warming (``timing.sampling``): each of ``lines``, in order, becomes the most recently used
         of its set with its mask's sectors (a load's widened to ``fetch_bytes`` pieces, a store's dirty), taking
         no time and counting nothing; a set over capacity drops its LRU line, whose dirty sectors go to DRAM at
-        ``write_back_at`` (cycles; timed and counted) when given, else nowhere.  (Far copies are not warmed: warming
-        does not say which SM read a line.)"""
+        ``write_back_at`` (cycles; timed and counted) when given, else nowhere.  With l2.partitioned, warming does
+        not know which SM read a line: a line's reader is taken to be of partition ``set_hash(line) % partitions``
+        (so that, as in a stream, half the lines are far for their reader and leave a copy)."""
         expand, set_of = self.fetch_expand, self.set_of
         t = write_back_at if write_back_at is not None else 0.0
         cost = write_back_at is not None
+        n_part = len(self.mirror)
         for line, m, st in zip(lines, masks, stores):
             s = set_of(line)
-            self._store_bits(s, line, (m | m << 4) if st else expand[m], t, cost)
+            if self.partitioned:
+                part = set_hash(line) % n_part
+                if part != self.slice_partition[s % self.n_slices]:
+                    csid = self._copy_set(part, s)
+                    if st:
+                        self._store_bits(s, line, m | m << 4, t, cost)
+                        self._store_bits(csid, line | COPY, m, t, cost)
+                    else:
+                        if (line | COPY) not in self.l2_sets[csid] and line not in self.l2_sets[s]:
+                            self._l2_insert(s, self.l2_sets[s], line, expand[m], t, cost, last=True)
+                        self._store_bits(csid, line | COPY, expand[m], t, cost)
+                else:
+                    self._store_bits(s, line, (m | m << 4) if st else expand[m], t, cost)
             if st:
                 if self.dirty_cap:
                     self._dirtied(s, line, 0.0, cost=False)
