@@ -156,3 +156,23 @@ def test_a_footprint_read_from_both_partitions_takes_two_lines_each():
     assert set(mem.l2_sets[sid]) == set(xs)
     assert set(mem.l2_sets[csid]) == {x | COPY for x in xs}
     assert mem.stats.dram_rd_bytes == 8 * 128
+
+
+def test_warming_puts_lines_through_the_tags_and_leaves_copies_for_far_readers():
+    """warm_l2 (sampling's functional warming): every warmed line ends in its home set, a store's dirty; with
+    l2.partitioned a line's reader is taken to be of partition set_hash(line) % 2, and a line far for it leaves a
+    copy there (about half of them); without, no copy lines at all."""
+    from gpusim.timing._lines import set_hash
+    for partitioned in (True, False):
+        mem = mem_of(partitioned=partitioned)
+        xs = list(range(1 << 22, (1 << 22) + 400))
+        mem.warm_l2(xs, [0b1111] * 400, [i % 2 for i in range(400)])
+        for i, x in enumerate(xs):
+            s = mem.set_of(x)
+            assert x in mem.l2_sets[s] and bool(mem.l2_sets[s][x] & 0xF0) == bool(i % 2)
+        copies = {k & ~COPY for st in mem.l2_sets for k in st if k >= 0 and k & COPY}
+        if partitioned:
+            far = {x for x in xs if set_hash(x) % 2 != mem.slice_partition[mem.slice_of(x)]}
+            assert copies == far and 120 < len(far) < 280
+        else:
+            assert not copies

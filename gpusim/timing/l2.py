@@ -494,19 +494,18 @@ class L2Slices(DRAMChannels):
         n_part = len(self.mirror)
         for line, m, st in zip(lines, masks, stores):
             s = set_of(line)
-            if self.partitioned:
-                part = set_hash(line) % n_part
-                if part != self.slice_partition[s % self.n_slices]:
-                    csid = self._copy_set(part, s)
-                    if st:
-                        self._store_bits(s, line, m | m << 4, t, cost)
-                        self._store_bits(csid, line | COPY, m, t, cost)
-                    else:
-                        if (line | COPY) not in self.l2_sets[csid] and line not in self.l2_sets[s]:
-                            self._l2_insert(s, self.l2_sets[s], line, expand[m], t, cost, last=True)
-                        self._store_bits(csid, line | COPY, expand[m], t, cost)
+            part = set_hash(line) % n_part if self.partitioned else -1
+            if part < 0 or part == self.slice_partition[s % self.n_slices]:
+                self._store_bits(s, line, (m | m << 4) if st else expand[m], t, cost)
+            else:
+                csid = self._copy_set(part, s)
+                if st:
+                    self._store_bits(s, line, m | m << 4, t, cost)
+                    self._store_bits(csid, line | COPY, m, t, cost)
                 else:
-                    self._store_bits(s, line, (m | m << 4) if st else expand[m], t, cost)
+                    if (line | COPY) not in self.l2_sets[csid] and line not in self.l2_sets[s]:
+                        self._l2_insert(s, self.l2_sets[s], line, expand[m], t, cost, last=True)
+                    self._store_bits(csid, line | COPY, expand[m], t, cost)
             if st:
                 if self.dirty_cap:
                     self._dirtied(s, line, 0.0, cost=False)
