@@ -16,7 +16,8 @@ H100 = load_gpu("h100")
 
 def mem_of(**l2):
     base = dict(partitioned=True, far_copies=True, ways=16, capacity_fraction=1.0, dirty_at_launch_bytes=0,
-                write_bytes_per_clk_per_slice=0.0, dirty_max_bytes=0, dirty_ways=0)
+                write_bytes_per_clk_per_slice=0.0, dirty_max_bytes=0, dirty_ways=0,
+                remote_fill_position=0)
     base.update(l2)
     gpu = dataclasses.replace(H100, l2=dataclasses.replace(H100.l2, **base))
     return Engine(alu_trace(1), gpu).mem

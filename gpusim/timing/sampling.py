@@ -10,8 +10,10 @@ dispatch order, but marks the instant CTA ``a*W`` is dispatched (wave mark ``a``
 the shortest that works, so that a periodic pattern such as a GROUP_M swizzle's fits in it) has halves that agree
 and a mean known within the tolerance -- cycles per interval within ``TIME_TOL`` (standard error std / sqrt(2k)),
 DRAM traffic within ``COUNTER_TOL`` (std x sqrt(2) / 2k, as a periodic pattern moves the mean only at the window's
-ends) -- and was measured after the L2 reached its own steady state (full and evicting for ``L2_SETTLE``
-intervals, unless the kernel's whole footprint fits in it), it *skips* the middle: the next CTA dispatched is the
+ends) -- and was measured after the L2 reached its own steady state (full, its dirty lines no longer growing by more
+than ``L2_DIRTY_TOL`` an interval, for ``L2_SETTLE`` intervals, unless the kernel's whole footprint fits in it: a
+stream's stores stay dirty some waves after the L2 is full of lines, and the write-backs start when the dirty
+lines stop growing), it *skips* the middle: the next CTA dispatched is the
 first of the last ``TAIL_WAVES`` whole waves and the partial last wave, whose real traces then run to the end, so
 the tail's wave quantization and drain are replayed, not guessed. Before the jump the skipped CTAs' last lines
 (``WARM_L2`` times the L2's lines) go through the L2's tags without time or counts (functional warming), so the
@@ -81,6 +83,8 @@ WORK_CV_TOL = 0.10
 WAVE_WORK_TOL = 0.02
 #: the L2 counts as full (evicting) when it holds this share of its lines
 L2_FULL = 0.95
+#: the L2 counts as settled when it is full and its dirty lines grew by at most this share since the last mark
+L2_DIRTY_TOL = 0.02
 #: wave intervals left out after the L2 first fills (the transient of its first write-backs)
 L2_SETTLE = 2
 #: functional warming at the skip: the skipped CTAs' last lines put through the L2, this many times its lines
@@ -271,7 +275,7 @@ class SampledEngine(Engine):
         st = mem.stats
         return {"t": self.env.now, "stall": list(self.stall_cycles), "mem": st.as_dict(),
                 "dram": st.dram_rd_bytes + st.dram_wr_bytes,
-                "l2_full": self._l2_lines() >= L2_FULL * self.l2_lines_total}
+                "l2_full": self._l2_lines() >= L2_FULL * self.l2_lines_total, "l2_dirty": sum(mem.l2_ndirty)}
 
     def _l2_lines(self) -> int:
         return sum(len(s) for s in self.mem.l2_sets)
@@ -342,7 +346,12 @@ class SampledEngine(Engine):
         marks = self.marks
         start = 0
         if not self.plan.fits_l2:
-            start = next((i for i, m in enumerate(marks) if m["l2_full"]), len(marks)) + L2_SETTLE
+            # the start of the trailing run of marks where the L2 is full and its dirty lines flat
+            start = len(marks)
+            while start > 0 and marks[start - 1]["l2_full"] and (
+                    start < 2 or marks[start - 1]["l2_dirty"] <= (1 + L2_DIRTY_TOL) * marks[start - 2]["l2_dirty"]):
+                start -= 1
+            start += L2_SETTLE
         avail = len(marks) - 1 - start
         for k in range(STEADY_HALF, avail // 2 + 1):
             win = marks[-(2 * k + 1):]
