@@ -1,4 +1,5 @@
 """The timing engine on hand-built traces: occupancy, DRAM traffic, caches, waves, barriers, determinism."""
+import dataclasses
 import math
 
 import numpy as np
@@ -13,6 +14,10 @@ from gpusim.trace import Pipe
 from synthetic import alu_trace, shared_trace, streaming_trace
 
 H100 = load_gpu("h100")
+#: the H100 with the L2 policy before l2.partitioned (one LRU per set, no per-set dirty limit): what the tests of
+#: that policy's mechanisms place their lines in (tests/test_l2_policy.py holds the partitioned policy's)
+H100_LRU = dataclasses.replace(H100, l2=dataclasses.replace(H100.l2, partitioned=False, capacity_fraction=0.58,
+                                                             remote_fill_position=0, dirty_ways=0, ways=0))
 
 
 @pytest.mark.parametrize("threads,regs,smem,ctas,pct,limiter", [
@@ -302,7 +307,7 @@ def test_dirty_lines_at_launch_are_written_back_once_the_footprint_passes_the_l2
     n = H100.l2.dirty_at_launch_bytes // H100.l2.line_bytes
     assert n > 0
     # one LRU set per slice (l2.ways 0), no cap on dirty lines: the footprint at which they go is sharp
-    gpu = dataclasses.replace(H100, l2=dataclasses.replace(H100.l2, ways=0, dirty_max_bytes=0))
+    gpu = dataclasses.replace(H100_LRU, l2=dataclasses.replace(H100_LRU.l2, dirty_max_bytes=0))
 
     def read(n_lines):
         mem = Engine(alu_trace(1), gpu).mem
@@ -416,7 +421,7 @@ def test_a_partition_keeps_a_copy_of_the_far_lines_it_reads():
     assert H100.l2.far_copies and H100.l2.far_latency_cycles - H100.l2.near_latency_cycles == 180
 
     w = build_wiring(H100)
-    m = MemorySystem(H100, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
+    m = MemorySystem(H100_LRU, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
     near, far = H100.l2.near_latency_cycles, H100.l2.far_latency_cycles
     sm_a, sm_b = 0, H100.chip.sm_count - 1                       # one SM near each partition
     assert w.sm_partition[sm_a] != w.sm_partition[sm_b]
@@ -432,7 +437,7 @@ def test_a_partition_keeps_a_copy_of_the_far_lines_it_reads():
     m.l2_write(w.sm_partition[sm_a], 4 * t0, line, 1)              # A writes it: B's copy is stale
     assert m.load(sm_b, 5 * t0, [line], [1], False, sl) - 5 * t0 == pytest.approx(far)
     # without the copies every read of a far line pays the far latency
-    off = dataclasses.replace(H100, l2=dataclasses.replace(H100.l2, far_copies=False))
+    off = dataclasses.replace(H100_LRU, l2=dataclasses.replace(H100_LRU.l2, far_copies=False))
     m = MemorySystem(off, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
     m.load(sm_a, 0.0, [line], [1], False, sl)
     for k in (2, 3):
@@ -556,7 +561,7 @@ def test_a_set_associative_l2_writes_back_the_dirty_lines_its_fullest_sets_canno
     from gpusim.timing.engine import Engine
 
     def mem_of(ways):
-        l2 = dataclasses.replace(H100.l2, ways=ways, dirty_at_launch_bytes=0, write_bytes_per_clk_per_slice=0.0,
+        l2 = dataclasses.replace(H100_LRU.l2, ways=ways, dirty_at_launch_bytes=0, write_bytes_per_clk_per_slice=0.0,
                                  dirty_max_bytes=0)
         return Engine(alu_trace(1), dataclasses.replace(H100, l2=l2)).mem
 
@@ -606,7 +611,7 @@ def test_the_l2_writes_back_its_oldest_dirty_lines_past_its_dirty_limit():
     from gpusim.timing.engine import Engine
 
     def mem_of(dirty_max):
-        l2 = dataclasses.replace(H100.l2, ways=0, dirty_at_launch_bytes=0, write_bytes_per_clk_per_slice=0.0,
+        l2 = dataclasses.replace(H100_LRU.l2, dirty_at_launch_bytes=0, write_bytes_per_clk_per_slice=0.0,
                                  dirty_max_bytes=dirty_max)
         return Engine(alu_trace(1), dataclasses.replace(H100, l2=l2)).mem
 
@@ -795,8 +800,13 @@ def test_the_write_batches_reproduce_the_loaded_dram_latency_record():
     batched, chip = cycles_per_hop(H100)
     assert np.array_equal(dst, src)
     assert batched == pytest.approx(chip, rel=0.06), (batched, chip)
-    one_by_one, chip = cycles_per_hop(dataclasses.replace(H100, dram=dataclasses.replace(H100.dram,
-                                                                                        write_batch_bytes=0)))
+    # the contrast on the L2 policy the batches were calibrated under (an LRU of 29 MB, every store past it a
+    # write-back): one by one the chase is well under the record.  With l2.partitioned (7 dirty lines a set) the
+    # two come out closer (814 and 797 cycles/hop against 856 in one process): DEVIATIONS.md
+    lru_batched, chip = cycles_per_hop(H100_LRU)
+    assert lru_batched == pytest.approx(chip, rel=0.06), (lru_batched, chip)
+    one_by_one, chip = cycles_per_hop(dataclasses.replace(H100_LRU, dram=dataclasses.replace(H100.dram,
+                                                                                            write_batch_bytes=0)))
     assert one_by_one < 0.93 * chip, (one_by_one, chip)
 
 

@@ -25,6 +25,7 @@ the copying partition (``COPY | line``), so a line read from both partitions tak
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
 
 import numpy as np
 
@@ -181,9 +182,17 @@ class L2Slices(DRAMChannels):
         if last:
             if len(sset) >= self.l2_capacity:
                 self._evict(s, t, cost)
-            items = list(self.l2_sets[s].items())
-            items.insert(self.remote_fill_position, (line, value))
-            self.l2_sets[s] = dict(items)
+            sset = self.l2_sets[s]
+            p = self.remote_fill_position
+            if p >= len(sset):
+                sset[line] = value
+                return
+            # the p least recently used lines, the new one, then the rest (dicts keep insertion order)
+            items = iter(sset.items())
+            new = dict(islice(items, p))
+            new[line] = value
+            new.update(items)
+            self.l2_sets[s] = new
             return
         sset[line] = value
         if len(sset) > self.l2_capacity:
