@@ -23,7 +23,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .config import load_gpu
 
     if "," in a.gpu:                                   # several presets: side by side
-        from .sweeper import cmd_run_presets
+        from .side_by_side import cmd_run_presets
         return cmd_run_presets(a)
     gpu = load_gpu(a.gpu)
     raw_params = _parse_params(a.param)

@@ -5,7 +5,7 @@ a function (a lazy import that goes back up is still a cycle).  A part is a subp
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
     base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
-    <-  viz, api  <-  kernelfile  <-  sweeper, bench, explain  <-  tuner  <-  validate  <-  scenario  <-  cli
+    <-  viz, api  <-  kernelfile  <-  sweep_spec <- sweeper <- side_by_side, bench, explain  <-  tuner  <-  validate  <-  scenario  <-  cli
 
 ``compilers`` (the real compilers in the loop) stands on the base alone (errors; Triton and numba-cuda are
 optional and lazily imported); the front ends, ``api``, ``validate`` and ``cli`` may use it.
@@ -40,9 +40,15 @@ MAY_IMPORT: dict[str, set[str]] = {
     "gpusim.api": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz"},
     # the user's kernel file (import by path, launch() parameters): used by the command line, sweeps, tuning
     "gpusim.kernelfile": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.api"},
-    # sweeps and tuning: many simulations of a kernel file, tables and plots of them
+    # sweeps and tuning: many simulations of a kernel file, tables and plots of them; a sweep's spec (the TOML read
+    # into axes, launch() parameters checked against the kernel file)
+    "gpusim.sweep_spec": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.api",
+                                              "gpusim.kernelfile"},
     "gpusim.sweeper": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
-                                           "gpusim.api", "gpusim.kernelfile"},
+                                           "gpusim.api", "gpusim.kernelfile", "gpusim.sweep_spec"},
+    # gpusim run FILE --gpu a,b: one kernel file on several presets, side by side
+    "gpusim.side_by_side": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics",
+                                                "gpusim.api", "gpusim.kernelfile", "gpusim.sweeper"},
     "gpusim.tuner": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz",
                                          "gpusim.api", "gpusim.kernelfile", "gpusim.sweeper"},
     # the `gpusim explain` command: a kernel file's launches re-simulated on idealized chips (Report.explain)
@@ -58,7 +64,8 @@ MAY_IMPORT: dict[str, set[str]] = {
                                             "gpusim.api", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner"},
     "gpusim.cli": BASE | FRONT_ENDS | COMPILERS | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
                                        "gpusim.validate", "gpusim.kernelfile", "gpusim.sweeper", "gpusim.tuner",
-                                       "gpusim.bench", "gpusim.explain", "gpusim.scenario"},
+                                       "gpusim.bench", "gpusim.explain", "gpusim.scenario", "gpusim.side_by_side",
+                                       "gpusim.sweep_spec"},
     # the package's root also installs the timing engine, lazily, as trace.benchmarker (for autotune, do_bench)
     "gpusim": {"gpusim.api", "gpusim.config", "gpusim.errors", "gpusim.progress", "gpusim.trace", "gpusim.sweeper",
                "gpusim.tuner"},
