@@ -299,14 +299,21 @@ class SampledEngine(Engine):
 
     def _fast_forward_fill(self, cid: int) -> int:
         """Put whole waves from CTA ``cid`` on through the L2's tags (functional warming, in dispatch order) until
-        it is full, leaving at least ``3 * STEADY_HALF + L2_SETTLE`` waves before the tail; count them as retired;
-        return the CTA to dispatch next.  ``run`` adds their time and counters at the rate of the intervals
+        it is full and its dirty lines stopped growing (by more than ``L2_DIRTY_TOL`` over a wave), leaving at
+        least ``3 * STEADY_HALF + L2_SETTLE`` waves before the tail; count them as retired; return the CTA to
+        dispatch next.  ``run`` adds their time and counters at the rate of the intervals
         measured before (``self.fill``)."""
         target = L2_FULL * self.l2_lines_total
         room = self.tail_first - (3 * STEADY_HALF + L2_SETTLE) * self.W
         waves = 0
         chunk = max(1, self.W // 4)
-        while cid + self.W <= room and self._l2_lines() < target:
+        dirty_before = None                  # the L2's dirty lines a wave ago, once it is full of lines
+        while cid + self.W <= room:
+            full = self._l2_lines() >= target
+            dirty = sum(self.mem.l2_ndirty)
+            if full and dirty_before is not None and dirty <= (1 + L2_DIRTY_TOL) * dirty_before:
+                break                        # full and its dirty lines flat: the settled L2 (see ``_steady``)
+            dirty_before = dirty if full else None
             for lo in range(cid, cid + self.W, chunk):
                 lines, masks, stores = _accesses(self.trace, lo, min(lo + chunk, cid + self.W))
                 # (the dirty lines it pushes out -- those dirty at launch -- are written back now, as they
