@@ -35,11 +35,12 @@ import numpy as np
 
 from ..trace import KernelTrace, OpKind, OpTable, Space
 
-#: loops of fewer repeats are replayed whole
+#: loops of fewer repeats are not looked for (and sampling one needs ``2 * J2`` repeats to pay: ``pays``)
 LOOP_MIN_REPEATS = 48
 #: the two truncated replays keep this many repeats (the pipeline is full after a few iterations, but the slope
 #: between 8 and 16 still carries the DRAM queues' and the L2's start: 1.6-2.4% off on a latency-bound loop of
-#: 200, 0.9-1.5% with 16 and 32); the environment variable GPUSIM_LOOP_J="8,16" sets them, for experiments (DEVIATIONS.md measures the default)
+#: 200, 0.9-1.5% with 16 and 32); the environment variable GPUSIM_LOOP_J="8,16" sets them, for experiments
+#: (DEVIATIONS.md measures the default)
 J1, J2 = (int(x) for x in os.environ.get("GPUSIM_LOOP_J", "16,32").split(","))
 #: replays estimated below this many warp-op events (summed over the warps replayed) are not worth sampling
 LOOP_MIN_WORK = 30_000_000

@@ -183,6 +183,11 @@ def cta_work(trace: KernelTrace) -> tuple[np.ndarray, np.ndarray]:
     return inst, sectors
 
 
+def _dirty_flat(before: int, now: int) -> bool:
+    """The L2's dirty lines (a count) grew by at most ``L2_DIRTY_TOL`` from ``before`` to ``now``."""
+    return now <= (1 + L2_DIRTY_TOL) * before
+
+
 def footprint_bound_bytes(trace: KernelTrace) -> int:
     """An upper bound of the bytes of global/local memory the kernel touches: the union, over ops and tables, of
     each op's range of 128 B lines (a strided access's gaps count, so it is never below the true footprint)."""
@@ -311,7 +316,7 @@ class SampledEngine(Engine):
         while cid + self.W <= room:
             full = self._l2_lines() >= target
             dirty = sum(self.mem.l2_ndirty)
-            if full and dirty_before is not None and dirty <= (1 + L2_DIRTY_TOL) * dirty_before:
+            if full and dirty_before is not None and _dirty_flat(dirty_before, dirty):
                 break                        # full and its dirty lines flat: the settled L2 (see ``_steady``)
             dirty_before = dirty if full else None
             for lo in range(cid, cid + self.W, chunk):
@@ -356,7 +361,7 @@ class SampledEngine(Engine):
             # the start of the trailing run of marks where the L2 is full and its dirty lines flat
             start = len(marks)
             while start > 0 and marks[start - 1]["l2_full"] and (
-                    start < 2 or marks[start - 1]["l2_dirty"] <= (1 + L2_DIRTY_TOL) * marks[start - 2]["l2_dirty"]):
+                    start < 2 or _dirty_flat(marks[start - 2]["l2_dirty"], marks[start - 1]["l2_dirty"])):
                 start -= 1
             start += L2_SETTLE
         avail = len(marks) - 1 - start
