@@ -4,7 +4,7 @@ The graph is read from the source with ``ast``: every ``import`` / ``from ... im
 a function (a lazy import that goes back up is still a cycle).  A part is a subpackage or a top-level module of
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
-    base (errors, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
+    base (errors, chip_specs, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
     <-  viz, api  <-  kernelfile  <-  sweep_spec <- sweeper <- side_by_side, bench, explain  <-  tuner  <-  validate  <-  scenario  <-  cli
 
 ``compilers`` (the real compilers in the loop) stands on the base alone (errors; Triton and numba-cuda are
@@ -23,12 +23,12 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = "gpusim"
 
-BASE = {"gpusim.errors", "gpusim.config", "gpusim._host", "gpusim.progress", "gpusim.occupancy"}
+BASE = {"gpusim.errors", "gpusim.chip_specs", "gpusim.config", "gpusim._host", "gpusim.progress", "gpusim.occupancy"}
 FRONT_ENDS = {"gpusim.cuda", "gpusim.triton"}
 COMPILERS = {"gpusim.compilers"}
 MAY_IMPORT: dict[str, set[str]] = {
     **{p: set() for p in BASE},
-    "gpusim.config": {"gpusim.errors"},                          # its ConfigError is a GpusimError
+    "gpusim.config": {"gpusim.errors", "gpusim.chip_specs"},     # its ConfigError is a GpusimError; the sections
     "gpusim.occupancy": {"gpusim.config", "gpusim.errors"},      # the occupancy calculator: arithmetic on a config
     "gpusim.compilers": {"gpusim.errors", "gpusim.config", "gpusim._host"},   # the real compilers in the loop
     "gpusim.trace": BASE,
