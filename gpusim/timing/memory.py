@@ -96,6 +96,7 @@ class MemorySystem(L2Slices):
         near = self.l2_near[part]
         cb = 256 << part
         partitioned = self.partitioned
+        mirror = self.mirror[part] if partitioned else None
         obs = self.observers
         xbar = self.xbar_cycles
         pend1 = self.l1_pend[sm] if use_l1 else None
@@ -172,7 +173,41 @@ class MemorySystem(L2Slices):
             ns = POPCOUNT[miss]
             l2_rd += ns
             if partitioned:
-                r = self.read_partitioned(part, arr, line, miss, ns, sid, sl)
+                # the common hits inlined (a far line's whole copy in this partition, a near line's home line); the
+                # rest in read_partitioned (its lookups of the same lines change no order: the line is already the
+                # most recently used of its set)
+                r = None
+                if lat[sl] > near:
+                    csid = sid - sl + mirror[sl]
+                    cset = l2_sets[csid]
+                    cv = cset.pop(line | COPY, None)
+                    if cv is not None:
+                        cset[line | COPY] = cv
+                        if not miss & ~cv:
+                            csl = mirror[sl]
+                            free = slice_free[csl]
+                            start = arr if arr > free else free
+                            slice_free[csl] = start + ns * sec_cyc
+                            r = near + start - xbar
+                else:
+                    sset = l2_sets[sid]
+                    v = sset.pop(line, None)
+                    if v is not None:
+                        sset[line] = v
+                        if not miss & ~v:
+                            free = slice_free[sl]
+                            start = arr if arr > free else free
+                            slice_free[sl] = start + ns * sec_cyc
+                            r = lat[sl] + start - xbar
+                if r is None:
+                    r = self.read_partitioned(part, arr, line, miss, ns, sid, sl)
+                else:
+                    l2_hit += ns
+                    if obs:
+                        for f in obs:
+                            f(start, "l2_read", ns * 32)
+                    if pend2:
+                        r = self._after_fill(line, miss, start, r)     # (its DRAM fill may be in flight)
             else:
                 free = slice_free[sl]
                 start = arr if arr > free else free
