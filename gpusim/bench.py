@@ -30,6 +30,8 @@ from .errors import KernelFileError
 ALIASES = {
     "triton": "gpusim.triton", "triton.language": "gpusim.triton.language", "triton.testing": "gpusim.triton.testing",
     "triton.runtime": "gpusim.triton.runtime", "triton.tools": "gpusim.triton.tools",
+    # where libraries find the decorators' classes (torch.library.wrap_triton: isinstance(k, (JITFunction, Autotuner)))
+    "triton.runtime.autotuner": "gpusim.triton", "triton.runtime.jit": "gpusim.triton",
     "triton.tools.tensor_descriptor": "gpusim.triton.tools.tensor_descriptor",
     "triton.language.extra": "gpusim.triton.language.extra",
     "triton.language.extra.libdevice": "gpusim.triton.language.extra.libdevice",
@@ -43,8 +45,10 @@ class _NoOtherTriton:
 
     def find_spec(self, name, path=None, target=None):
         if (name == "triton" or name.startswith("triton.")) and name not in ALIASES:
-            raise ImportError(f"{name}: not available under gpusim bench (gpusim.triton stands in for triton: "
-                              f"{', '.join(sorted(ALIASES))})")
+            e = ImportError(f"{name}: not available under gpusim (gpusim.triton stands in for triton: "
+                            f"{', '.join(sorted(ALIASES))})")
+            e.gpusim_refusal = True          # the user's import, refused on purpose: reported at its line
+            raise e
         return None
 
 
@@ -86,6 +90,37 @@ class _DeviceProperties:
     def __repr__(self) -> str:
         return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
                 f"multi_processor_count={self.multi_processor_count}, L2_cache_size={self.L2_cache_size >> 20}MB)")
+
+
+class _OneDevice:
+    """``torch.cuda.device(i)`` on the simulated GPU: a context manager that selects the one device there is."""
+
+    def __init__(self, device=None):
+        self.idx = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Stream:
+    """A CUDA stream of the simulated GPU: launches run in order, so there is nothing to wait for."""
+
+    cuda_stream = 0
+
+    def synchronize(self):
+        return None
+
+    def wait_stream(self, other):
+        return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 @contextlib.contextmanager
@@ -131,16 +166,32 @@ def torch_cuda_is_host():
         "get_device_capability": lambda device=None: tuple(_current_gpu().chip.compute_capability),
         "get_device_properties": lambda device=None: _DeviceProperties(_current_gpu()),
         "manual_seed": lambda seed: None, "manual_seed_all": lambda seed: None, "empty_cache": lambda: None,
+        # library wrappers' `with torch.cuda.device(x.device.index):` / `with torch.cuda.stream(s):`: the one GPU
+        "device": _OneDevice, "stream": lambda stream=None: contextlib.nullcontext(),
+        "current_stream": lambda device=None: _Stream(), "default_stream": lambda device=None: _Stream(),
+        "Stream": lambda *a, **k: _Stream(),
+        "memory_allocated": lambda device=None: 0, "max_memory_allocated": lambda device=None: 0,
+        "reset_peak_memory_stats": lambda device=None: None,
     }
     saved = {k: torch.cuda.__dict__.get(k) for k in answers}
     for k, f in answers.items():
         setattr(torch.cuda, k, f)
+    # torch.library.wrap_triton(kernel)[grid](...) launches the kernel itself, as in eager mode with plain tensors
+    wrap = None
+    try:
+        import torch._library.triton as wrap
+        wrap_before = wrap.is_wrap_triton_enabled()
+        wrap.wrap_triton_enabled.value = False
+    except (ImportError, AttributeError):
+        wrap = None
     try:
         with _CudaIsHost():
             yield
     finally:
         for k, f in saved.items():
             setattr(torch.cuda, k, f)
+        if wrap is not None:
+            wrap.wrap_triton_enabled.value = wrap_before
 
 
 def run_script(path: str, gpu: str = "h100", save_path: str | None = "bench_out") -> dict:

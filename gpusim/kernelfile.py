@@ -54,8 +54,8 @@ def _user_frame(exc: BaseException, kernel_file: str) -> tuple[str, int, str] | 
     return None
 
 
-def _calling_frame(exc: BaseException, kernel_file: str) -> tuple[str, int] | None:
-    """(file, line) of the innermost frame of the user's code in the traceback of an exception gpusim raised: the
+def _calling_frame(exc: BaseException, kernel_file: str) -> tuple[str, int, str] | None:
+    """(file, line, function) of the innermost frame of the user's code in the traceback of an exception gpusim raised: the
     line whose call led into gpusim (library frames, such as numba's decorators, passed over)."""
     found = None
     for fs in traceback.extract_tb(exc.__traceback__):
@@ -66,7 +66,7 @@ def _calling_frame(exc: BaseException, kernel_file: str) -> tuple[str, int] | No
         if a.startswith(_GPUSIM_DIR + os.sep) or a.startswith(_LIB_DIRS) or "site-packages" in a \
                 or "dist-packages" in a:
             continue
-        found = (fn, fs.lineno or 0)
+        found = (fn, fs.lineno or 0, fs.name)
     return found
 
 
@@ -88,7 +88,10 @@ def user_error(exc: BaseException, kernel_file: str) -> KernelFileError | None:
             return None                                  # in gpusim's own source: a bug in gpusim
         what = "syntax error" if type(exc) is SyntaxError else type(exc).__name__
         return KernelFileError(f"{what}: {exc.msg}", file=_shown(exc.filename), line=exc.lineno or 0)
-    fr = _user_frame(exc, kernel_file)
+    if isinstance(exc, ImportError) and getattr(exc, "gpusim_refusal", False):
+        fr = _calling_frame(exc, kernel_file)          # a stand-in refused a module: the user's import line
+    else:
+        fr = _user_frame(exc, kernel_file)
     if fr is None:
         return None
     file, line, func = fr

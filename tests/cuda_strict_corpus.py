@@ -545,6 +545,60 @@ def k(a):
     a[0] = s[0]
 """, expect="reject", names=('shared.array',))
 
+case("shared_array_local_const_shape", """
+@cuda.jit
+def k(a):
+    N = 48
+    s = cuda.shared.array(N, np.float32)
+    t = cuda.threadIdx.x
+    s[t] = t
+    cuda.syncthreads()
+    a[t] = s[N - 1 - t]
+""")
+
+case("shared_array_local_const_tuple_shape", """
+@cuda.jit
+def k(a):
+    shape = (4, 8)
+    s = cuda.shared.array(shape, np.float32)
+    t = cuda.threadIdx.x
+    s[t // 8, t % 8] = t
+    cuda.syncthreads()
+    a[t] = s[t % 4, t // 4]
+""")
+
+case("shared_array_local_shape_assigned_twice", """
+@cuda.jit
+def k(a):
+    N = 32
+    if a[0] > 1.0:
+        N = 64
+    s = cuda.shared.array(N, np.float32)
+    s[0] = 1.0
+    a[0] = s[0]
+""", expect="reject", names=('shared.array',))
+
+case("vote_with_a_float_mask", """
+@cuda.jit
+def k(a):
+    i = cuda.threadIdx.x
+    a[i] = cuda.all_sync(1.0, a[i] > 0.5)
+""", expect="reject", names=('Mask type must be an integer',))
+
+case("vote_with_a_float_predicate", """
+@cuda.jit
+def k(a):
+    i = cuda.threadIdx.x
+    a[i] = cuda.any_sync(0xFFFFFFFF, a[i])
+""", expect="reject", names=('Predicate must be an integer or boolean',))
+
+case("vote_with_an_int_predicate", """
+@cuda.jit
+def k(a):
+    i = cuda.threadIdx.x
+    a[i] = cuda.eq_sync(0xFFFFFFFF, i % 2)
+""")
+
 case("shared_array_padded_tile_shape", """
 TILE = 16
 

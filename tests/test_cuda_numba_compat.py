@@ -695,3 +695,37 @@ def test_a_refused_launch_in_a_script_names_the_scripts_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{src}:9: argument 'a' of kernel 'k': unsupported type object" in err or \
         "bad_launch.py:9: argument 'a' of kernel 'k': unsupported type object" in err
+
+
+def test_an_import_the_stand_in_refuses_is_the_scripts_error_at_its_line(tmp_path, capsys):
+    """numba-cuda's test files import ``numba.cuda.testing``; under gpusim that module does not exist (no driver):
+    the refusal is the script's ImportError at its import line (exit 2), not an internal error of gpusim (3)."""
+    from gpusim.cli import main
+    src = tmp_path / "imports_testing.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+        from numba.cuda.testing import CUDATestCase
+    '''))
+    assert main(["run", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "imports_testing.py:4: at import: ImportError: numba.cuda.testing: not available" in err, err
+    assert "internal error" not in err and "Traceback" not in err
+
+
+@cuda.jit
+def _plus_one(a, b):
+    i = cuda.grid(1)
+    if i < a.size:
+        b[i] = a[i] + 1
+
+
+def test_specialize_gives_a_kernel_of_one_signature():
+    """numba's ``kernel.specialize(*args)`` (numba-cuda's test_constmem uses it): a kernel compiled for the
+    arguments' types alone; the original stays unspecialized."""
+    a, b = np.arange(10.0), np.zeros(10)
+    s = _plus_one.specialize(a, b)
+    assert s.specialized and not _plus_one.specialized
+    assert len(s.overloads) == 1 and [str(t) for t in next(iter(s.overloads))] == ["array(float64, 1d, C)"] * 2
+    s[1, 32](a, b)
+    np.testing.assert_array_equal(b, a + 1)

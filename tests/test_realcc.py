@@ -295,6 +295,43 @@ def test_bad_mode_is_a_usage_error(monkeypatch, capsys):
     assert "invalid choice: 'fast'" in capsys.readouterr().err
 
 
+LIBDEVICE_BY_NAME = textwrap.dedent('''
+    import numpy as np
+    import triton
+    import triton.language as tl
+    from triton.language.extra.libdevice import tanh
+    from triton.language.extra import libdevice
+
+
+    @triton.jit
+    def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        tl.store(out_ptr + offs, tanh(x) + libdevice.abs(x) + libdevice.pow(x, 2.0), mask=offs < n)
+
+
+    def launch():
+        x = np.linspace(-2, 2, 1000).astype(np.float32)
+        return {"kernel": k, "grid": (4,), "args": [x, np.zeros(1000, np.float32), 1000], "meta": {"BLOCK": 256}}
+    ''')
+
+
+@needs_triton
+def test_libdevice_functions_imported_by_name_reach_the_real_compiler(fresh_cache, tmp_path):
+    """``from triton.language.extra.libdevice import tanh`` (Liger-Kernel, unsloth): the kernel's globals are gpusim's
+    libdevice functions, which the real compiler gets as Triton's own -- it compiles, and the registers are its."""
+    f = tmp_path / "tl_libdevice_names.py"
+    f.write_text(LIBDEVICE_BY_NAME)
+    from gpusim.cli import load_kernel_file
+    launch = load_kernel_file(str(f)).launch()
+    tr = _triton_trace(launch, "real")
+    assert tr.meta["compiler"]["used"] == "real", tr.meta["compiler"]
+    assert tr.regs_per_thread == tr.meta["registers"]["compiled"] > 0
+    x = launch["args"][0]
+    want = np.tanh(x) + np.abs(x) + x * x
+    np.testing.assert_allclose(launch["args"][1], want, rtol=1e-5, atol=1e-5)
+
+
 LOOP_TYPE_KERNEL = textwrap.dedent('''
     import numpy as np
     import triton

@@ -649,3 +649,29 @@ def test_cg_loads_skip_the_l1():
     assert rep[False].engine.memory["l1_ld_hit_sectors"] >= sectors // 2
     assert rep[True].engine.memory["l1_ld_hit_sectors"] == 0
     assert rep[True].engine.memory["l2_rd_sectors"] == sectors
+
+
+@triton.jit
+def _wide_rows(x_ptr, out_ptr, N: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * N + offs, mask=offs < N, other=0.0)
+    e = tl.exp(x - tl.max(x, 0))
+    y = tl.sin(x) * tl.cos(x) + e / tl.sum(e, 0)
+    tl.store(out_ptr + tl.program_id(0) * N + offs, y * x + tl.sqrt(tl.abs(x)), mask=offs < N)
+
+
+def test_the_register_estimate_is_capped_so_one_cta_fits_as_ptxas_caps_it():
+    """Triton hands ptxas `.maxntid num_warps * 32`: with 32 warps a thread gets at most 64K / 1024 = 64 registers
+    (ptxas spills the rest; unsloth's cross entropy at BLOCK_SIZE 32768, num_warps 32 runs on the H100) -- the
+    built-in estimate must not refuse the launch for registers (it did: 106 per thread)."""
+    from gpusim import compilers
+    x = np.random.default_rng(0).standard_normal((2, 32768)).astype(np.float32)
+    out = {}
+    for W in (32, 8):
+        with compilers.use("builtin"):
+            tr = trace_launch(_wide_rows, (2,), [x, np.zeros_like(x)], {"N": 32768, "BLOCK": 32768, "num_warps": W})
+        out[W] = (tr.regs_per_thread, tr.meta["registers"]["estimate"], tr.meta["registers"]["spilled_registers"])
+    regs, est, spill = out[32]
+    assert est > 64 and regs == 64 and spill == est - 64
+    regs8, est8, spill8 = out[8]
+    assert regs8 == min(255, est8) > 64 and spill8 == max(0, est8 - 255)

@@ -716,3 +716,53 @@ def test_libdevice_rejects_fp16():
         tl.store(O, libdevice.asin(tl.load(X)))
     with pytest.raises(CompileError, match="fp16"):
         k[(1,)](np.zeros(1, np.float16), np.zeros(1, np.float16))
+
+
+_WRAPPER_SCRIPT = '''
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.autotuner import Autotuner
+from triton.runtime.jit import JITFunction
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def scale(x):
+    out = torch.empty_like(x)
+    assert isinstance(scale_kernel, JITFunction) and not isinstance(scale_kernel, Autotuner)
+    # as library wrappers launch (flash-attention's rotary, torch.library custom ops)
+    with torch.cuda.device(x.device.index):
+        torch.library.wrap_triton(scale_kernel)[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+    k = scale_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+    print("n_regs", k.n_regs, "shared", k.metadata.shared, "warps", k.metadata.num_warps)
+    torch.cuda.current_stream().synchronize()
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.arange(1000, dtype=torch.float32, device="cuda")
+    y = scale(x)
+    print("max err", float((y - 2 * x).abs().max()))
+'''
+
+
+def test_library_wrappers_host_calls_run_as_on_the_gpu(tmp_path, capsys):
+    """Host code of library wrappers: ``with torch.cuda.device(i)``, ``torch.library.wrap_triton(k)[grid](...)``,
+    ``from triton.runtime.autotuner import Autotuner``, and the launch's return value (Triton's compiled kernel:
+    ``n_regs``, ``metadata.shared``) -- the probes found each failing in a public wrapper."""
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "wrapper_script.py"
+    f.write_text(_WRAPPER_SCRIPT)
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    out = capsys.readouterr().out
+    assert "max err 0.0" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("n_regs"))
+    regs, shared, warps = int(line.split()[1]), int(line.split()[3]), int(line.split()[5])
+    assert 16 <= regs <= 64 and shared == 0 and warps == 4
+    assert out.count("compiler: built-in estimate") == 2          # both launches reported

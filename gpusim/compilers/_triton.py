@@ -14,7 +14,10 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import os
 import re
+import sys
+import tempfile
 import types
 
 from ..errors import CompileError, CompilerUnavailable
@@ -99,6 +102,27 @@ def _real_module(name: str):
 _JITTED: dict = {}
 
 
+@contextlib.contextmanager
+def _quiet_stderr():
+    """File descriptor 2 into a scratch file while Triton compiles: a crash in one of its MLIR passes prints the pass
+    pipeline and an IR reproducer there (~150 lines) before the Python exception that says it failed."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):     # a stderr without a descriptor (captured): nothing to quiet
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), fd)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+
+
 def _rebind(v):
     """A global of a kernel, as real Triton needs it."""
     import triton
@@ -118,6 +142,15 @@ def _rebind(v):
         return tl.constexpr(v.value)
     if type(v).__name__ in ("dtype", "pointer_type") and isinstance(getattr(v, "name", None), str):
         return _dtype(v.name)
+    ld = getattr(v, "_gpusim_libdevice", None)
+    if ld:                                   # a libdevice function imported by name (``from ...libdevice import tanh``)
+        for m in ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice"):
+            try:
+                real = importlib.import_module(m)
+            except ImportError:
+                continue
+            if hasattr(real, ld):
+                return getattr(real, ld)
     name = getattr(v, "__name__", None)
     owner = _real_module(getattr(v, "__module__", "") or "")
     if name and owner is not None and hasattr(owner, name):
@@ -126,6 +159,8 @@ def _rebind(v):
         return getattr(tl, name)
     if name and hasattr(triton, name):
         return getattr(triton, name)
+    if name and name.endswith("_") and hasattr(tl, name.rstrip("_")):      # abs_: tl.abs (libdevice.fabs)
+        return getattr(tl, name.rstrip("_"))
     return v
 
 
@@ -238,7 +273,7 @@ def _compile(req) -> tuple[Compiled, bytes]:
                            **where) from None
     log = io.StringIO()
     try:
-        with knobs.compilation.scope(), knobs.nvidia.scope(), contextlib.redirect_stdout(log):
+        with knobs.compilation.scope(), knobs.nvidia.scope(), contextlib.redirect_stdout(log), _quiet_stderr():
             knobs.compilation.always_compile = True       # run ptxas (and capture its -v log) even on Triton's hit
             knobs.nvidia.dump_ptxas_log = True
             ck = triton.compile(ASTSource(jf, signature, constexprs, attrs), target=target,

@@ -406,6 +406,14 @@ class Kernel:
         if key not in self.overloads:
             self.overloads[key] = _Overload(self, nbtypes.Signature(nbtypes.void, key))
 
+    def specialize(self, *args) -> "Kernel":
+        """numba's ``specialize``: the kernel compiled for the types of ``args`` alone (``specialized`` is True)."""
+        sig = nbtypes.Signature(nbtypes.void, tuple(nbtypes.typeof(a) for a in args))
+        k = Kernel(self.py_func, device=self.device, **self.options)
+        k.signatures = [sig]
+        k.overloads = {sig.args: _Overload(k, sig)}
+        return k
+
     def max_cooperative_grid_blocks(self, blockdim, dynsmemsize=0) -> int:
         """The most blocks of ``blockdim`` threads a cooperative launch of this kernel may have (see
         ``_Overload.max_cooperative_grid_blocks``)."""

@@ -171,6 +171,24 @@ class ExpressionRewriter:
             return (("dtype", np.dtype(tag[1])),)
         raise self.unsupported(f"isinstance() with {ast.unparse(t)!r}", t)
 
+    def _local_constant(self, e):
+        """The value of ``e`` when it is a local name the function assigns once, from a constant (``N = 100``, a
+        tuple of them): numba types it as a literal, which an array's shape may be; else None."""
+        if not isinstance(e, ast.Name) or e.id in self.params:
+            return None
+        stores = [n for n in ast.walk(self.fdef) if isinstance(n, ast.Name) and n.id == e.id
+                  and isinstance(n.ctx, (ast.Store, ast.Del))]
+        assigns = [n for n in ast.walk(self.fdef) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                   and isinstance(n.targets[0], ast.Name) and n.targets[0].id == e.id]
+        if len(stores) != 1 or len(assigns) != 1:
+            return None
+        try:
+            v = self.static_eval(assigns[0].value)
+        except CompileError:
+            return None
+        ok = isinstance(v, int) or (isinstance(v, tuple) and all(isinstance(x, int) for x in v))
+        return v if ok and not isinstance(v, bool) else None
+
     def _array_decl(self, n, space):
         args = {}
         names = ["shape", "dtype"]
@@ -195,8 +213,10 @@ class ExpressionRewriter:
         try:
             shape = self.static_eval(args["shape"])
         except CompileError:
-            raise self.compile_error(f"cuda.{space}.array: the shape {ast.unparse(args['shape'])!r} is not a "
-                                     "compile-time constant (an int or a tuple of ints)", n) from None
+            shape = self._local_constant(args["shape"])
+            if shape is None:
+                raise self.compile_error(f"cuda.{space}.array: the shape {ast.unparse(args['shape'])!r} is not a "
+                                         "compile-time constant (an int or a tuple of ints)", n) from None
         try:
             dt = self.static_eval(args["dtype"])
         except CompileError:

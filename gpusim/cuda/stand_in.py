@@ -81,5 +81,7 @@ class _NoOtherNumbaCuda:
 
     def find_spec(self, name, path=None, target=None):
         if name.startswith("numba.cuda.") and name not in _NUMBA_CUDA_MODULES:
-            raise ImportError(f"{name}: not available without a CUDA driver (gpusim.cuda stands in for numba.cuda)")
+            e = ImportError(f"{name}: not available without a CUDA driver (gpusim.cuda stands in for numba.cuda)")
+            e.gpusim_refusal = True          # the user's import, refused on purpose: reported at its line
+            raise e
         return None

@@ -126,10 +126,15 @@ class WarpOps:
         if kind == "activemask":
             bits = act
         else:
+            # numba-cuda's vote_sync_intrinsic: an integer mask, an integer or boolean predicate
+            mv = self._val(mask, line)
+            if mv.v.dtype.kind not in "iu":
+                raise self._err(CompileError, f"No implementation of function {kind}_sync: Mask type must be an "
+                                f"integer. Got {mv.v.dtype}", line)
             pv = self._val(pred, line)
-            if kind == "ballot" and pv.v.dtype.kind == "f":
-                raise self._err(CompileError, f"No implementation of function ballot_sync for a {pv.v.dtype} "
-                                "predicate (numba-cuda takes a bool or an integer)", line)
+            if pv.v.dtype.kind not in "iub":
+                raise self._err(CompileError, f"No implementation of function {kind}_sync for a {pv.v.dtype} "
+                                "predicate: Predicate must be an integer or boolean (numba-cuda)", line)
             p = self.truth(pv, line)
             bits = act & np.broadcast_to(p.v, (self.C, self.P))
         w = bits.reshape(self.C, self.wpc, WARP)

@@ -78,10 +78,17 @@ class JITFunction:
 
     def run(self, *args, grid, warmup=False, **kwargs):
         record = bool(_trace.launch_observers)
-        tr = execute(self, grid, args, kwargs, record=record, gpu=_session_gpu())
-        if tr is not None:
-            _trace.publish_launch(tr)
-        return None
+        gpu = _session_gpu()
+        tr = execute(self, grid, args, kwargs, record=record, gpu=gpu)
+        if tr is None:
+            return None
+        _trace.publish_launch(tr)
+        # as Triton's launch returns the compiled kernel (scripts read its n_regs, n_spills, metadata.shared)
+        from ._compiled import CompiledKernel
+        from .runtime import driver
+        ck = CompiledKernel(self, tr, kwargs, driver.active.get_current_target())
+        ck._gpu = gpu
+        return ck
 
     def warmup(self, *args, grid, **kwargs):
         """Triton's ``warmup``: a compiled-kernel object (``n_regs``, ``n_spills``, ``metadata.shared``,

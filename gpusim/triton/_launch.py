@@ -632,8 +632,11 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, value
                  spill_plan=None) -> KernelTrace:
     tables = L.merge_tables(tables)
     regs_est, reg_basis = L.register_estimate(stats, W)
-    regs = min(cfg.sm.max_registers_per_thread, max(16, regs_est))
-    spill = max(0, regs_est - cfg.sm.max_registers_per_thread)
+    # ptxas gets `.maxntid num_warps * 32` from Triton: it caps the registers so that one CTA fits the register file
+    # (64 for 32 warps on a 64K-register SM, in whole 8-register steps) and spills the rest
+    cap = min(cfg.sm.max_registers_per_thread, cfg.sm.registers // (32 * W) // 8 * 8)
+    regs = min(cap, max(16, regs_est))
+    spill = max(0, regs_est - cap)
     smem_est, smem_basis = L.shared_estimate(stats)
     smem = smem_est
     real = cc.result if cc is not None else None
