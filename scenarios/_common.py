@@ -1,6 +1,6 @@
 """What every scenario script does: print its scenario's table at the small size (``gpusim.scenario``).
 
-The scenarios themselves (variants, small sizes, headline) live in ``gpusim/scenario.py``; the command
+The scenarios themselves (variants, small sizes, headline) live in ``gpusim/scenario_catalog.py``; the command
 ``gpusim scenario NAME`` runs one at full size, with the H100's measured times beside the simulated ones.
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ a function (a lazy import that goes back up is still a cycle).  A part is a subp
 ``gpusim`` (``gpusim.triton``, ``gpusim.trace`` ...).  Layers, bottom to top (``MAY_IMPORT`` says it per part):
 
     base (errors, chip_specs, config, _host, progress, occupancy)  <-  trace  <-  front ends (cuda, triton), timing  <-  metrics
-    <-  viz, api  <-  kernelfile  <-  sweep_spec <- sweeper <- side_by_side, bench, explain  <-  tuner  <-  validate  <-  scenario  <-  cli
+    <-  viz, api  <-  kernelfile  <-  sweep_spec <- sweeper <- side_by_side, bench, explain  <-  tuner  <-  validate  <-  scenario_catalog <- scenario  <-  cli
 
 ``compilers`` (the real compilers in the loop) stands on the base alone (errors; Triton and numba-cuda are
 optional and lazily imported); the front ends, ``api``, ``validate`` and ``cli`` may use it.
@@ -56,7 +56,9 @@ MAY_IMPORT: dict[str, set[str]] = {
                                            "gpusim.api", "gpusim.kernelfile"},
     # the `gpusim scenario` command: the lecture scenarios, suite cases simulated and held against the records
     "gpusim.scenario": BASE | {"gpusim.trace", "gpusim.timing", "gpusim.metrics", "gpusim.viz", "gpusim.api",
-                               "gpusim.validate"},
+                               "gpusim.validate", "gpusim.scenario_catalog"},
+    # the scenarios as data (lessons, variants: suite cases, headlines)
+    "gpusim.scenario_catalog": BASE | {"gpusim.validate"},
     # a Triton tutorial's benchmark section run with triton aliased to gpusim.triton
     "gpusim.bench": BASE | FRONT_ENDS | COMPILERS | {"gpusim.kernelfile"},
     # validate holds everything below cli against the records (tune_check: the tuner's picks vs the H100's)

@@ -30,6 +30,7 @@ SMALL = {
     "matmul_naive": [{"n": 32, "block": 16}],
     "matmul_tiled": [{"n": 32}],
     "reduction": [{"n": 2048}, {"n": 3000, "blocks": 3}],
+    "reg_hold_copy": [{"n": 2048, "held_values": 64, "blocks": 4, "block": 64}],
     "row_col_sum": [{"n": 64, "walk": "row"}, {"n": 64, "walk": "col"}],
     "strided_read": [{"n": 2048, "stride": 4}],
     "vector_add": [{"n": 2000}],
