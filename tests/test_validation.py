@@ -10,7 +10,8 @@ Every non-heavy suite case is simulated once (in parallel worker processes) and 
 * cycles: MAPE <= 20% over the cases, no case off by more than 2x, and every ordered pair in the measured
   order (pairs whose measured cycles differ by less than 5% are ties and are not gated).
 
-The heavy cases (tagged in the suite) are left to ``gpusim validate report``; see DEVIATIONS.md.
+The heavy cases (tagged in the suite), and the five in-sample cases that take longest to simulate
+(``LEFT_TO_THE_REPORT``), are left to ``gpusim validate report``; see DEVIATIONS.md.
 """
 from __future__ import annotations
 
@@ -26,7 +27,12 @@ from gpusim.validate.suite import CASES, PAIRS, REGISTER_DEVIATION_TOL, REGISTER
 
 #: the in-sample cases (suite.in_sample): the held-out families and the lecture-scenario cases were collected
 #: after the calibration; `gpusim validate report` publishes their error apart (README, DEVIATIONS.md)
-CASES_GATED = [c for c in CASES if "heavy" not in c.tags and in_sample(c) and records.measured(c.name)]
+#: in-sample cases that take 80 s or more each to simulate on a 2-core machine (``wall_s`` of ``gpusim validate report
+#: --json``, 2026-11-29: 88-261 s; together 43% of the gated cases' simulation time): held by the report, not here
+LEFT_TO_THE_REPORT = {"tl_matmul_4096_64x64x32", "tl_matmul_4096_128x128x64", "tl_matmul_2049_64x64x32",
+                      "attn_naive_d64_n1024", "attn_naive_d64_n2048"}
+CASES_GATED = [c for c in CASES if "heavy" not in c.tags and in_sample(c) and records.measured(c.name)
+               and c.name not in LEFT_TO_THE_REPORT]
 
 CYCLES_MAPE_MAX_PCT = 20.0
 CYCLES_MAX_FACTOR = 2.0
