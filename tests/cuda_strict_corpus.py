@@ -578,6 +578,23 @@ def k(a):
     a[0] = s[0]
 """, expect="reject", names=('shared.array',))
 
+case("device_function_passed_a_function_a_dtype_and_a_shape", """
+@cuda.jit(device=True)
+def bump(a, n, dt, op):
+    s = cuda.shared.array(n, dt)
+    t = cuda.threadIdx.x
+    s[t % n] = 0
+    cuda.syncthreads()
+    op(s, t % n, 1)
+    cuda.syncthreads()
+    a[t] = s[t % n]
+
+
+@cuda.jit
+def k(a):
+    bump(a, 8, np.float32, cuda.atomic.add)
+""")
+
 case("vote_with_a_float_mask", """
 @cuda.jit
 def k(a):

@@ -1089,3 +1089,45 @@ def test_the_event_log_is_dropped_with_the_last_recorded_event():
     del e
     gc.collect()
     assert len(T.launch_observers) == before
+
+
+# ---- device functions specialized on what the call passes (numba-cuda types it as a literal) ---------------------
+
+@cuda.jit(device=True)
+def _tally(out, keys, n_bins, bin_dtype, combine, to_bin):
+    t = cuda.threadIdx.x
+    hist = cuda.shared.array(n_bins, bin_dtype)       # the shape and dtype are the call's constants
+    if t < n_bins:
+        hist[t] = 0
+    cuda.syncthreads()
+    combine(hist, to_bin(keys[t]) % n_bins, 1)       # a function passed as an argument
+    cuda.syncthreads()
+    if t < n_bins:
+        out[t] = hist[t]
+
+
+@cuda.jit(device=True)
+def _as_int(x):
+    return int(x)
+
+
+@cuda.jit
+def k_tally(out, keys):
+    _tally(out, keys, 16, np.int32, cuda.atomic.add, _as_int)
+
+
+@cuda.jit
+def k_tally_max(out, keys):
+    _tally(out, keys, 8, np.int32, cuda.atomic.max, _as_int)
+
+
+def test_device_function_specialized_on_functions_dtypes_and_shapes_it_is_passed():
+    """numba-cuda's own atomics tests pass ``cuda.atomic.add``, a device function, a dtype and an array length to
+    one device function: each call site compiles its own specialization (two here, of different shapes)."""
+    keys = np.random.default_rng(3).integers(0, 1000, 64).astype(np.float64)
+    out = np.zeros(16, np.int32)
+    run(k_tally, (1,), (64,), out, keys)
+    np.testing.assert_array_equal(out, np.bincount(keys.astype(np.int64) % 16, minlength=16))
+    out8 = np.full(8, -1, np.int32)
+    run(k_tally_max, (1,), (64,), out8, keys)
+    assert (out8 == 1).sum() == len(set(keys.astype(np.int64) % 8)) and set(out8) <= {0, 1}

@@ -172,20 +172,28 @@ class _Context:
             self.local_slots.append(s)
         return s
 
-    def compile_function(self, py_func, kind):
-        if py_func in self.devfns:
-            return self.devfns[py_func], 0, {}
+    def compile_function(self, py_func, kind, bound: dict | None = None):
+        """Compile ``py_func`` (once per kernel; a device function once per set of ``bound`` parameters: name ->
+        the static tag of what the call site passes, a function or a dtype or an array's constant shape, which
+        numba-cuda types as a literal the callee is specialized on)."""
+        key = (py_func, tuple(sorted((bound or {}).items(), key=lambda kv: kv[0]))) if bound else py_func
+        try:
+            hash(key)
+        except TypeError:
+            key = (py_func, id(bound))
+        if key in self.devfns:
+            return self.devfns[key], 0, {}
         if py_func in self.stack:
             raise UnsupportedConstruct(f"recursive call of device function {py_func.__name__!r}",
                                        file=py_func.__code__.co_filename, line=py_func.__code__.co_firstlineno,
                                        kernel=self.py_func.__name__)
         self.stack.append(py_func)
         try:
-            cf, first, lines = _FunctionCompiler(self, py_func, kind).run()
+            cf, first, lines = _FunctionCompiler(self, py_func, kind, bound).run()
         finally:
             self.stack.pop()
         if kind == "device":
-            self.devfns[py_func] = cf
+            self.devfns[key] = cf
         self.functions.append(cf)
         return cf, first, lines
 
@@ -196,10 +204,11 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
     """Compiles one kernel or device function: parses its source, runs the passes (the mixins) over its AST and
     compiles the rewritten function (``run``)."""
 
-    def __init__(self, ctx: _Context, py_func, kind):
+    def __init__(self, ctx: _Context, py_func, kind, bound: dict | None = None):
         self.ctx = ctx
         self.py_func = py_func
         self.kind = kind
+        self.bound = dict(bound or {})        # parameters bound to the call site's static arguments (their tags)
         self.ns = {"_gs_U": UNDEF}
         self.nk = 0
         self.ntmp = 0
@@ -268,6 +277,14 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         if a.kwarg or a.kwonlyargs or (a.vararg and self.kind != "kernel"):
             raise self.unsupported("*args in a device function / **kwargs / keyword-only parameters", fdef)
         params = [x.arg for x in a.posonlyargs + a.args] + ([a.vararg.arg] if a.vararg else [])
+        n_default = len(a.defaults)
+        default_of = dict(zip(params[len(params) - n_default:], a.defaults)) if n_default else {}
+        if self.bound:
+            for n in ast.walk(fdef):
+                if isinstance(n, ast.Name) and n.id in self.bound and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    raise self.unsupported(f"assigning to parameter {n.id!r}, which the call passes a function, a "
+                                           "dtype or a constant shape", n)
+            params = [p for p in params if p not in self.bound]
         self.params = params
         for rnd in range(2):        # again after the for loops over tuples / arrays become loops over range()
             self.locals = set(params)
@@ -294,7 +311,7 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         new_body.append(ast.Return(value=_rt("func_end", _load("_gs_F"), _c(end_line))))
         defaults = []
         if a.defaults:
-            for d in a.defaults:
+            for d in [default_of[p] for p in params if p in default_of]:
                 if not isinstance(d, ast.Constant) or not isinstance(d.value, (int, float, bool)):
                     raise self.unsupported("a non-constant default argument", d)
                 defaults.append(self.k(const(d.value)))

@@ -173,6 +173,8 @@ class StaticResolver:
     def static(self, node):
         """Tag of a name / attribute chain rooted at a global (None when rooted at a local)."""
         if isinstance(node, ast.Name):
+            if node.id in self.bound:
+                return self.bound[node.id]       # a parameter bound to the call site's static argument
             if node.id in self.locals:
                 return None
             if node.id not in self.scope:

@@ -171,6 +171,35 @@ class ExpressionRewriter:
             return (("dtype", np.dtype(tag[1])),)
         raise self.unsupported(f"isinstance() with {ast.unparse(t)!r}", t)
 
+    def _static_arguments(self, py_func, args) -> tuple[dict, list]:
+        """The positional arguments of a device-function call that numba-cuda types as compile-time values, which
+        the callee is specialized on: functions (``cuda.atomic.add``, a device function), dtypes, and the constant
+        a parameter used as an array's shape receives (``cuda.shared.array(n, dtype)``).  Returns ({parameter:
+        static tag}, the other arguments)."""
+        code = py_func.__code__
+        names = code.co_varnames[:code.co_argcount]
+        shapes = _shape_params(py_func)
+        bound, rest = {}, []
+        for i, a in enumerate(args):
+            tag = None
+            if i < len(names):
+                if isinstance(a, (ast.Name, ast.Attribute)):
+                    try:
+                        tag = self.static(a)
+                    except CompileError:
+                        tag = None
+                elif isinstance(a, (ast.Constant, ast.Tuple)) and names[i] in shapes:
+                    try:
+                        v = self.static_eval(a)
+                        tag = ("ctuple", v) if isinstance(v, tuple) else ("const", v)
+                    except CompileError:
+                        tag = None
+            if tag is not None and (tag[0] in _BINDABLE or (tag[0] in ("const", "ctuple") and names[i] in shapes)):
+                bound[names[i]] = tag
+            else:
+                rest.append(a)
+        return bound, rest
+
     def _local_constant(self, e):
         """The value of ``e`` when it is a local name the function assigns once, from a constant (``N = 100``, a
         tuple of them): numba types it as a literal, which an array's shape may be; else None."""
@@ -304,10 +333,11 @@ class ExpressionRewriter:
                     raise self.compile_error(f"{ast.unparse(n.func)} takes two operands here", n)
                 return _rt("binop", _c(tag[1]), self.expr(n.args[0]), self.expr(n.args[1]), _c(line))
         if kind == "devfn":
-            cf, _, _ = self.ctx.compile_function(tag[1], "device")
+            bound, rest = self._static_arguments(tag[1], n.args)
+            cf, _, _ = self.ctx.compile_function(tag[1], "device", bound)
             name = f"_gs_D_{cf.name}_{id(cf) % 100000}"
             self.ns[name] = cf.fn
-            return ast.Call(func=_load(name), args=[_load("_rt")] + [self.expr(a) for a in n.args],
+            return ast.Call(func=_load(name), args=[_load("_rt")] + [self.expr(a) for a in rest],
                             keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
         if kind == "npreduce":
             if len(n.args) != 1 or n.keywords:
@@ -521,3 +551,37 @@ class ExpressionRewriter:
         if name in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
             return _rt("sync_reduce", _c(name.split("_")[1]), args[0], _c(line))
         return _rt("intrinsic", _c(name), ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
+
+
+#: static tags a device function's parameter may be bound to (what cannot be a runtime value: functions, dtypes,
+#: modules); constants only where the parameter is an array's shape
+_BINDABLE = ("devfn", "cuda", "dtype", "mathfn", "builtin", "npufunc", "npbinop", "npreduce", "math", "cmath", "np",
+             "numba", "cudarandom")
+
+_SHAPES: dict = {}
+
+
+def _shape_params(py_func) -> frozenset:
+    """Parameters of ``py_func`` used (as a name, or inside a tuple) as the shape of ``cuda.shared.array`` /
+    ``cuda.local.array`` / ``cuda.const.array_like``."""
+    got = _SHAPES.get(py_func)
+    if got is not None:
+        return got
+    out: set = set()
+    try:
+        import inspect
+        import textwrap
+        tree = ast.parse(textwrap.dedent(inspect.getsource(py_func)))
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    if tree is not None:
+        code = py_func.__code__
+        params = set(code.co_varnames[:code.co_argcount])
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "array":
+                shape = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "shape"), None)
+                for e in ([shape] if not isinstance(shape, ast.Tuple) else shape.elts):
+                    if isinstance(e, ast.Name) and e.id in params:
+                        out.add(e.id)
+    _SHAPES[py_func] = frozenset(out)
+    return _SHAPES[py_func]
