@@ -18,3 +18,35 @@ def gc_paused():
     finally:
         if was_on:
             gc.enable()
+
+
+_EXEC_N = [0]
+
+
+@contextlib.contextmanager
+def exec_sources_kept():
+    """Inside the block, a source string given to ``exec`` keeps its text where ``inspect`` finds it (a file name of
+    its own in ``linecache``): kernels a script builds with ``exec`` from a template (numba-cuda's tests do) can be
+    compiled from their source, as gpusim compiles every kernel."""
+    import builtins
+    import linecache
+    import sys
+    real = builtins.exec
+
+    def exec_keeping_source(source, globals=None, locals=None, /, **kw):
+        if isinstance(source, (str, bytes)):
+            text = source.decode() if isinstance(source, bytes) else source
+            _EXEC_N[0] += 1
+            name = f"<gpusim-exec-{_EXEC_N[0]}>"
+            linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+            source = compile(text, name, "exec", dont_inherit=True)
+        if globals is None:                  # exec(source) alone: the caller's namespaces, as the builtin takes them
+            f = sys._getframe(1)
+            globals, locals = f.f_globals, f.f_locals if locals is None else locals
+        return real(source, globals, locals, **kw)
+
+    builtins.exec = exec_keeping_source
+    try:
+        yield
+    finally:
+        builtins.exec = real

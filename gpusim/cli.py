@@ -104,6 +104,7 @@ def _run_script(a: argparse.Namespace, gpu, raw_params: dict) -> int:
     kernel it launches (simulated on ``gpu``)."""
     import contextlib
     import runpy
+    from ._host import exec_sources_kept
     from .api import session
     from .bench import torch_cuda_is_host, triton_is_gpusim
     from .cuda.stand_in import numba_cuda_is_gpusim
@@ -121,7 +122,7 @@ def _run_script(a: argparse.Namespace, gpu, raw_params: dict) -> int:
         driver.active.set_gpu(gpu)
         with session(gpu, record_timeline=bool(a.html or a.trace), exact=a.exact) as s, \
                 contextlib.redirect_stdout(out), _UserCode(a.file), compilers.use(a.compiler), \
-                numba_cuda_is_gpusim(), triton_is_gpusim(), torch_cuda_is_host():
+                numba_cuda_is_gpusim(), triton_is_gpusim(), torch_cuda_is_host(), exec_sources_kept():
             try:
                 runpy.run_path(a.file, run_name="__main__")
             except SystemExit as e:

@@ -1131,3 +1131,23 @@ def test_device_function_specialized_on_functions_dtypes_and_shapes_it_is_passed
     out8 = np.full(8, -1, np.int32)
     run(k_tally_max, (1,), (64,), out8, keys)
     assert (out8 == 1).sum() == len(set(keys.astype(np.int64) % 8)) and set(out8) <= {0, 1}
+
+
+@cuda.jit
+def k_atomic_max_min_nan(res, vals):
+    i = cuda.threadIdx.x
+    cuda.atomic.max(res, 0, vals[i])
+    cuda.atomic.min(res, 1, vals[i])
+    cuda.atomic.nanmax(res, 2, vals[i])
+    cuda.atomic.max(res, 3, vals[i])
+
+
+def test_float_atomic_max_and_min_ignore_a_nan_value_and_keep_a_nan_location():
+    """numba-cuda's float atomic max/min are ``val > old ? val : old`` (its tests: a NaN value leaves the location,
+    a NaN location stays NaN); nanmax treats a NaN location as missing."""
+    vals = np.arange(32, dtype=np.float64) + 1
+    vals[1::2] = np.nan
+    res = np.array([0.0, 100.0, np.nan, np.nan])
+    run(k_atomic_max_min_nan, (1,), (32,), res, vals)
+    assert res[0] == np.nanmax(vals) and res[1] == np.nanmin(vals) and res[2] == np.nanmax(vals)
+    assert np.isnan(res[3])

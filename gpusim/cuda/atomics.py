@@ -143,11 +143,18 @@ def _atomic_apply(op, dst: np.ndarray, pos: np.ndarray, vv: list, used: bool) ->
         final = init + (cs[starts + sizes - 1] - base)
     elif op in _UFUNC_ATOMIC:
         uf = _UFUNC_ATOMIC[op]
+        # numba-cuda's float max/min: ``val > old ? val : old`` -- a NaN value leaves the location as it is, a NaN
+        # location stays NaN (nanmax/nanmin: fmax/fmin, a NaN location takes the value)
+        sticky = op in ("max", "min") and dt.kind == "f"
+        if sticky:
+            uf = np.fmax if op == "max" else np.fmin
         final = np.empty(G, dt)
         if G <= maxs:
             for g in range(G):
                 s, e = starts[g], starts[g] + sizes[g]
                 acc = uf.accumulate(np.concatenate(([init[g]], sv[s:e])).astype(dt))
+                if sticky and np.isnan(init[g]):
+                    acc[:] = init[g]
                 old_s[s:e] = acc[:-1]
                 final[g] = acc[-1]
         else:
@@ -159,7 +166,8 @@ def _atomic_apply(op, dst: np.ndarray, pos: np.ndarray, vv: list, used: bool) ->
                 gi = by[:k]
                 p_ = starts[gi] + r
                 old_s[p_] = cur[gi]
-                cur[gi] = uf(cur[gi], sv[p_]).astype(dt)
+                nxt = uf(cur[gi], sv[p_]).astype(dt)
+                cur[gi] = np.where(np.isnan(cur[gi]), cur[gi], nxt) if sticky else nxt
             final = cur
     else:   # cas, inc, dec: state machines, sequential per address
         cmpv = vv[0][order]
