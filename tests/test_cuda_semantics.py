@@ -1151,3 +1151,40 @@ def test_float_atomic_max_and_min_ignore_a_nan_value_and_keep_a_nan_location():
     run(k_atomic_max_min_nan, (1,), (32,), res, vals)
     assert res[0] == np.nanmax(vals) and res[1] == np.nanmin(vals) and res[2] == np.nanmax(vals)
     assert np.isnan(res[3])
+
+
+def _clz_into(ary, c):
+    ary[0] = cuda.clz(c)
+
+
+def _round_into(ary, c, ndigits):
+    ary[0] = round(c, ndigits)
+
+
+def test_an_eager_signature_gives_scalar_arguments_their_declared_type():
+    """``cuda.jit("void(int32[:], int32)")``: the Python int passed is an int32 in the kernel (clz counts 32 bits;
+    0xFFFFFFFF wraps to -1), as numba's dispatcher converts it -- not an int64."""
+    k = cuda.jit("void(int32[:], int32)")(_clz_into)
+    out = np.zeros(1, np.int32)
+    for v, want in ((0x00100000, 11), (0xFFFFFFFF, 0), (0, 32)):
+        k[1, 1](out, v)
+        assert out[0] == want, (hex(v), out[0])
+    k64 = cuda.jit("void(int32[:], int64)")(_clz_into)
+    k64[1, 1](out, 0x00100000)
+    assert out[0] == 43
+
+
+def test_round_to_digits_as_numba_cuda_rounds():
+    """``round(x, n)``: Python's result for ordinary values, and the value itself when scaling by 10**n overflows
+    (numba-cuda's test_round_to_f4/f8_overflow)."""
+    k8 = cuda.jit("void(float64[:], float64, int32)")(_round_into)
+    k4 = cuda.jit("void(float32[:], float32, int32)")(_round_into)
+    a8, a4 = np.zeros(1), np.zeros(1, np.float32)
+    for v in np.random.default_rng(123).random(8):
+        for nd in (-3, -1, 0, 1, 2, 5):
+            k8[1, 1](a8, v, nd)
+            assert a8[0] == round(v, nd), (v, nd, a8[0])
+    k8[1, 1](a8, np.finfo(np.float64).max, 12)
+    assert a8[0] == np.finfo(np.float64).max
+    k4[1, 1](a4, np.finfo(np.float32).max, 300)
+    assert a4[0] == np.finfo(np.float32).max

@@ -506,7 +506,7 @@ class Arith:
             r = _fix(np.rint(a.v).astype(I64)) if a.v.dtype.kind == "f" else _fix(a.v.astype(I64))
         else:
             nd = int(self._val(nd, line).v)
-            r = _fix(np.round(a.v, nd))
+            r = _fix(_round_ndigits(a.v, nd))
         n0 = len(self.ops)
         if self.recording and not a.const and self.mask is not EMPTY and a.v.dtype.kind == "f":
             self._rec(("round", _cost_dtype(a.v.dtype)), line, a.deps)
@@ -677,3 +677,21 @@ class Arith:
             self._rec(key, line, x.deps)
         return V(_fix(r), self._out(x.deps, n0), x.const)
 
+
+def _round_ndigits(x: np.ndarray, nd: int) -> np.ndarray:
+    """``round(x, nd)`` as numba-cuda computes it (the classic double rounding of CPython 3.1's float round): scale
+    by 10**nd in float64 (10**22 at a time past 22 digits), round half to even, scale back; a scaled value that
+    overflows leaves ``x`` as it is, and inf / nan are returned unchanged.  Integers are returned as they are."""
+    if x.dtype.kind != "f":
+        return x
+    with np.errstate(all="ignore"):
+        x64 = x.astype(np.float64)
+        if nd >= 0:
+            pow1, pow2 = (10.0 ** (nd - 22), 1e22) if nd > 22 else (10.0 ** nd, 1.0)
+            y = x64 * pow1 * pow2
+            r = np.where(np.isinf(y), x64, np.rint(y) / pow2 / pow1)
+        else:
+            pow1 = 10.0 ** (-nd)
+            r = np.rint(x64 / pow1) * pow1
+        r = np.where(np.isfinite(x64), r, x64)
+    return r.astype(x.dtype)

@@ -97,6 +97,12 @@ def _wrap_args(ck, args, argtypes=()):
         t = argtypes[k] if k < len(argtypes) else None
         if isinstance(t, nbtypes.CPointer):
             out.append(_wrap_pointer(ck, name, a, t))
+        elif isinstance(t, nbtypes.Scalar) and isinstance(a, (int, float, np.integer, np.floating, np.bool_)) \
+                and t.dtype.kind in "iufb":
+            # a scalar of an eager signature (``cuda.jit("void(int32[:], uint32)")``) takes the declared type, as
+            # numba's dispatcher converts it (C conversion: an int wraps to the width)
+            with np.errstate(all="ignore"):
+                out.append(_wrap_arg(ck, name, np.array(a).astype(t.dtype)[()]))
         else:
             out.append(_wrap_arg(ck, name, a))
     return out
