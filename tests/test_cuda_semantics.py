@@ -1188,3 +1188,16 @@ def test_round_to_digits_as_numba_cuda_rounds():
     assert a8[0] == np.finfo(np.float64).max
     k4[1, 1](a4, np.finfo(np.float32).max, 300)
     assert a4[0] == np.finfo(np.float32).max
+
+
+def _bit_count_into(ary, c):
+    ary[0] = c.bit_count()
+
+
+def test_int_bit_count_is_popc():
+    for t, v, want in (("uint8", 0xFF, 8), ("uint16", 0xF0F0, 8), ("uint32", 0xFFFFFFFF, 32),
+                       ("uint64", 0xFFFFFFFFFFFFFFFF, 64)):
+        k = cuda.jit(f"void(int32[:], {t})")(_bit_count_into)
+        out = np.zeros(1, np.int32)
+        k[1, 1](out, getattr(np, t)(v))
+        assert out[0] == want, (t, out[0])

@@ -230,6 +230,8 @@ class DeviceLibrary:
                             ".sync())", line)
         if isinstance(obj, ARRAYS) and name == "sum" and not args:
             return self.array_sum(obj, line)
+        if type(obj) is V and name == "bit_count" and not args and np.asarray(obj.v).dtype.kind in "iu":
+            return self.intrinsic("popc", [obj], line)      # int.bit_count(): numba-cuda lowers it as popc
         if type(obj) is V and name == "conjugate" and not args:
             if np.asarray(obj.v).dtype.kind == "c":
                 return self.conjugate(obj, line)
