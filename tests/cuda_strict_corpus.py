@@ -595,6 +595,13 @@ def k(a):
     bump(a, 8, np.float32, cuda.atomic.add)
 """)
 
+case("grid_of_a_runtime_dimension", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(n)
+    a[0] = i
+""", AN, expect="reject", names=('RequireLiteralValue',))
+
 case("vote_with_a_float_mask", """
 @cuda.jit
 def k(a):

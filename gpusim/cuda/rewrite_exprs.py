@@ -481,7 +481,11 @@ class ExpressionRewriter:
         if path in (("grid",), ("gridsize",)):
             if len(n.args) != 1:
                 raise self.compile_error(f"cuda.{path[0]} takes the number of dimensions", n)
-            nd = self.static_eval(n.args[0])
+            try:
+                nd = self.static_eval(n.args[0])
+            except CompileError:
+                raise self.compile_error(f"RequireLiteralValue: cuda.{path[0]}({ast.unparse(n.args[0])}): the number "
+                                         "of dimensions must be a literal 1, 2 or 3", n) from None
             if nd not in (1, 2, 3):
                 raise self.compile_error(f"cuda.{path[0]}({nd!r}): argument can only be 1, 2, 3", n)
             return _rt(path[0], _c(int(nd)), _c(line))
