@@ -32,6 +32,8 @@ ALIASES = {
     "triton.runtime": "gpusim.triton.runtime", "triton.tools": "gpusim.triton.tools",
     # where libraries find the decorators' classes (torch.library.wrap_triton: isinstance(k, (JITFunction, Autotuner)))
     "triton.runtime.autotuner": "gpusim.triton", "triton.runtime.jit": "gpusim.triton",
+    "triton.profiler": "gpusim.triton.profiler",
+    "triton._C": "gpusim.triton._libtriton", "triton._C.libtriton": "gpusim.triton._libtriton",
     "triton.tools.tensor_descriptor": "gpusim.triton.tools.tensor_descriptor",
     "triton.language.extra": "gpusim.triton.language.extra",
     "triton.language.extra.libdevice": "gpusim.triton.language.extra.libdevice",

@@ -766,3 +766,52 @@ def test_library_wrappers_host_calls_run_as_on_the_gpu(tmp_path, capsys):
     regs, shared, warps = int(line.split()[1]), int(line.split()[3]), int(line.split()[5])
     assert 16 <= regs <= 64 and shared == 0 and warps == 4
     assert out.count("compiler: built-in estimate") == 2          # both launches reported
+
+
+_TUTORIAL_HOST_SCRIPT = '''
+import torch
+import triton
+import triton.language as tl
+import triton.profiler as proton
+from triton._C.libtriton import nvidia
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+blas = nvidia.cublas.CublasLt(torch.empty(1024, device="cuda", dtype=torch.uint8))
+a = torch.randn((64, 32), device="cuda", dtype=torch.float16)
+b = torch.randn((48, 32), device="cuda", dtype=torch.float16)
+c = torch.empty((64, 48), device="cuda", dtype=torch.float16)
+proton.start("matmul", hook="triton")
+with proton.scope("cublas", {"flops": 2 * 64 * 48 * 32}):
+    blas.matmul(a, b, c)
+proton.finalize()
+print("blas err", float((c.float() - a.float() @ b.float().T).abs().max()))
+x = torch.arange(100, dtype=torch.float32, device="cuda")
+y = torch.empty_like(x)
+copy_kernel[(1,)](x, y, 100, BLOCK=128)
+print("copy ok", bool((x == y).all()))
+copy_kernel[(1,)](x.to(torch.float8_e5m2), y, 100, BLOCK=128)
+'''
+
+
+def test_tutorial_host_calls_profiler_cublas_and_fp8_arguments(tmp_path, capsys):
+    """Tutorial 09's host side: ``triton.profiler`` (proton) sessions and scopes run as no-ops, the cuBLAS handle
+    of ``triton._C.libtriton`` computes its reference product on the host, and an fp8 tensor argument (tutorial
+    03's fp8 section) is refused in one line at the launch's line, not an internal error."""
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "tutorial_host.py"
+    f.write_text(_TUTORIAL_HOST_SCRIPT)
+    assert main(["run", str(f), "--compiler", "builtin"]) == 2
+    cap = capsys.readouterr()
+    assert "copy ok True" in cap.out
+    err = float(next(ln for ln in cap.out.splitlines() if ln.startswith("blas err")).split()[2])
+    assert err < 0.05
+    line = next(i for i, ln in enumerate(_TUTORIAL_HOST_SCRIPT.splitlines(), 1) if "float8_e5m2" in ln)
+    assert f"{f}:{line}: argument 'x_ptr' is a torch.float8_e5m2 tensor: tl.float8e5 (fp8) is not supported" in cap.err
+    assert "internal error" not in cap.err

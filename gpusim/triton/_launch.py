@@ -266,6 +266,10 @@ def _pointer_arg(x, name):
         if x.device.type != "cpu":
             raise UnsupportedConstruct(f"argument {name!r}: only CPU torch tensors can be simulated "
                                        f"(got device {x.device})")
+        if "float8" in str(x.dtype):
+            fp8 = {"torch.float8_e5m2": tl.float8e5, "torch.float8_e4m3fn": tl.float8e4nv}.get(str(x.dtype))
+            raise LaunchError(f"argument {name!r} is a {x.dtype} tensor: "
+                              + (fp8.why() if fp8 is not None else "fp8 is not supported by gpusim"))
         elem = x.element_size()
         storage = x.untyped_storage()
         n = storage.nbytes() // elem
