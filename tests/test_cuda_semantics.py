@@ -1201,3 +1201,26 @@ def test_int_bit_count_is_popc():
         out = np.zeros(1, np.int32)
         k[1, 1](out, getattr(np, t)(v))
         assert out[0] == want, (t, out[0])
+
+
+@cuda.jit
+def k_shared_histogram(arr, histo):
+    local = cuda.shared.array(128, np.int64)
+    local[cuda.threadIdx.x] = 0
+    cuda.syncthreads()
+    for j in range(cuda.grid(1), arr.size, cuda.gridsize(1)):
+        if arr[j] < 128:
+            cuda.atomic.add(local, arr[j], 1)
+    cuda.syncthreads()
+    cuda.atomic.add(histo, cuda.threadIdx.x, local[cuda.threadIdx.x])
+
+
+def test_shared_atomics_of_a_many_warp_table_are_timed():
+    """Shared-memory atomics in a launch whose op table has more than five warps (a shared histogram, then a global
+    one): the timing engine took the per-warp wavefront list of a shared atomic for a lock's record and failed."""
+    import gpusim
+    arr = np.random.default_rng(0).integers(32, 140, 50_000).astype(np.uint8)
+    histo = np.zeros(128, np.int64)
+    rep = gpusim.simulate(k_shared_histogram, (16,), (128,), arr, histo, progress=False)
+    np.testing.assert_array_equal(histo, np.bincount(arr[arr < 128], minlength=128))
+    assert rep.cycles > 0 and rep["shared_bytes_per_cta"] == 1024

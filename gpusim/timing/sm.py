@@ -284,7 +284,7 @@ class WarpScheduler:
             else:
                 # memory instruction: the LSU pipe, then the memory system
                 spin = False
-                if kind == _ATOM and len(x) > 5:
+                if kind == _ATOM and type(x) is tuple and len(x) > 5:       # (a shared atomic: x is a list)
                     lock = x[6][w.wi]
                     if x[5] == 1 and lock >= 0:
                         holder = self.engine.locks.get(lock)
