@@ -681,3 +681,32 @@ def test_break_is_rejected_at_compile_time():
     with pytest.raises(UnsupportedConstruct) as ei:
         m.k[(1,)](np.zeros(1, np.float32))
     assert "break" in str(ei.value) and ei.value.line == 8
+
+
+@triton.jit
+def _k_umulhi_hist_item(x_ptr, y_ptr, hi_ptr, h_ptr, s_ptr, M: tl.constexpr, N: tl.constexpr):
+    o = tl.arange(0, 2 * M)
+    x = tl.load(x_ptr + o)
+    tl.store(hi_ptr + o, tl.umulhi(x, tl.load(y_ptr + o)))
+    tl.store(h_ptr + tl.arange(0, N), tl.histogram(x & (N - 1), N, o < M))     # only the first M counted
+    acc = 0
+    for i in tl.static_range(0, 8, step=2):
+        acc += i
+    for j in tl.range(1, 7, step=3):
+        acc += j * 100
+    tl.store(s_ptr, acc + tl.full((1,), 7, dtype=tl.int32).item() * 1000)
+
+
+def test_umulhi_of_signed_ints_histogram_mask_range_step_and_item():
+    """Triton 3.6: ``umulhi`` is the high half of the *unsigned* product (__nv_umulhi) for int32 operands too;
+    ``histogram(x, n, mask)`` counts the elements under the mask; ``static_range`` / ``range`` take ``step=``;
+    ``tensor.item()`` makes a one-element tensor a scalar."""
+    x = np.array([-1, -2, 3, -7, 5, 6, -8, 9], np.int32)
+    y = np.array([2, -2, -1, 5, 7, -3, 4, 1], np.int32)
+    hi, h, s = np.zeros(8, np.int32), np.zeros(4, np.int32), np.zeros(1, np.int32)
+    trace_launch(_k_umulhi_hist_item, (1,), [x, y, hi, h, s], {"M": 4, "N": 4})
+    want = ((x.view(np.uint32).astype(np.uint64) * y.view(np.uint32).astype(np.uint64)) >> np.uint64(32))
+    np.testing.assert_array_equal(hi, want.astype(np.uint32).view(np.int32))
+    np.testing.assert_array_equal(h, np.bincount(x[:4] & 3, minlength=4))
+    assert s[0] == (0 + 2 + 4 + 6) + (1 + 4) * 100 + 7000
+    assert triton.__version__ == "3.6.0"

@@ -36,6 +36,9 @@ from ._dtypes import constexpr
 from ._buffers import data_ptr
 from ._launch import execute, resolve, run_launch, trace_launch
 
+#: the Triton release whose language and lowering this front end follows (scripts check ``triton.__version__``)
+__version__ = "3.6.0"
+
 __all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
            "trace_launch", "run_launch", "constexpr", "runtime", "testing", "data_ptr", "set_allocator"]
 

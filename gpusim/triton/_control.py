@@ -68,13 +68,20 @@ def k_range(*args):
     return RangeSpec(args, "range")
 
 
-def static_range(*args):
-    return RangeSpec(args, "static")
+def _range_args(arg1, arg2, step) -> tuple:
+    """``(arg1, arg2=None, step=None)`` as Triton's range classes take them, as ``range``'s positional arguments."""
+    if arg2 is None:
+        return (arg1,) if step is None else (0, arg1, step)
+    return (arg1, arg2) if step is None else (arg1, arg2, step)
 
 
-def tl_range(*args, num_stages=None, loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False,
-             warp_specialize=False, disable_licm=False):
-    return RangeSpec(args, "range", num_stages)
+def static_range(arg1, arg2=None, step=None):
+    return RangeSpec(_range_args(arg1, arg2, step), "static")
+
+
+def tl_range(arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None, disallow_acc_multi_buffer=False,
+             flatten=False, warp_specialize=False, disable_licm=False):
+    return RangeSpec(_range_args(arg1, arg2, step), "range", num_stages)
 
 
 def _ax_of(x):

@@ -210,6 +210,12 @@ class tensor:
     def expand_dims(self, axis):
         return expand_dims(self, axis)
 
+    def item(self):
+        """A one-element tensor as a scalar (Triton's ``tensor.item()``: an unsplat)."""
+        if self.numel != 1:
+            fail(CompileError, f"item(): the tensor of shape {list(self.shape)} has {self.numel} elements, not one")
+        return reshape(self, ())
+
     def __getattr__(self, name):
         # tl functions usable as methods: x.sum(0), x.exp(), x.max(axis=1) ... (see ``register_methods``)
         f = _METHODS.get(name)

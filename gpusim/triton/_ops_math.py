@@ -120,11 +120,17 @@ def fma(x, y, z):
 def umulhi(x, y):
     x, y = to_tensor(unwrap(x)), to_tensor(unwrap(y))
     shape = C.broadcast_shapes(x.shape, y.shape)
-    a = vshape(x, shape).astype(np.uint64 if not x.dtype.is_int_signed() else np.int64)
-    b = vshape(y, shape).astype(a.dtype)
+    # the high half of the unsigned product, for signed operands too (Triton lowers it to __nv_umulhi /
+    # __nv_umul64hi: the bits are taken as unsigned)
     bits = x.dtype.primitive_bitwidth
-    v = ((a.astype(object) * b.astype(object)) >> bits).astype(x.dtype.np) if bits == 64 else \
-        ((a * b) >> np.array(bits, a.dtype)).astype(x.dtype.np)
+    udt = np.dtype(f"u{bits // 8}")
+    a = vshape(x, shape).astype(x.dtype.np).view(udt)
+    b = vshape(y, shape).astype(x.dtype.np).view(udt)
+    if bits == 64:
+        v = ((a.astype(object) * b.astype(object)) >> 64).astype(np.uint64)
+    else:
+        v = ((a.astype(np.uint64) * b.astype(np.uint64)) >> np.uint64(bits)).astype(udt)
+    v = v.view(x.dtype.np)
     out = tensor(v, x.dtype, shape)
     st = C.ST
     if st.rec is not None:

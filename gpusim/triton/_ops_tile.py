@@ -209,9 +209,17 @@ def histogram(x, num_bins, mask=None):
     x = to_tensor(unwrap(x))
     nb = int(unwrap(num_bins))
     v = x.v.reshape(x.v.shape[0], -1).astype(np.int64)
+    keep = None
+    if mask is not None:                     # only the elements under the mask are counted
+        m = vshape(to_tensor(unwrap(mask)), x.shape).reshape(-1, v.shape[1])
+        n_p = max(v.shape[0], m.shape[0])
+        v = np.broadcast_to(v, (n_p, v.shape[1]))
+        keep = np.broadcast_to(m, (n_p, v.shape[1]))
     res = np.zeros((v.shape[0], nb), np.int32)
     for p in range(v.shape[0]):
         ok = (v[p] >= 0) & (v[p] < nb)
+        if keep is not None:
+            ok &= keep[p].astype(bool)
         res[p] = np.bincount(v[p][ok], minlength=nb)[:nb]
     return tensor(res, int32, (nb,))
 
