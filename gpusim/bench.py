@@ -60,6 +60,11 @@ def triton_is_gpusim():
     mods = {}
     for real, ours in ALIASES.items():
         mods[real] = sys.modules.get(ours) or importlib.import_module(ours)
+    # ``import triton.runtime.autotuner as m`` reads the submodule as an attribute of its parent
+    for real, mod in mods.items():
+        parent, _, leaf = real.rpartition(".")
+        if parent in mods and not hasattr(mods[parent], leaf):
+            setattr(mods[parent], leaf, mod)
     guard = _NoOtherTriton()
     # the real compiler gets the real modules back while it compiles a kernel launched inside this block
     shelf = Displaced("triton", guard)

@@ -117,8 +117,10 @@ def _run_script(a: argparse.Namespace, gpu, raw_params: dict) -> int:
         load_kernel_file(a.file)                       # its message for a missing file / a directory
     old_argv, old_gpu = sys.argv, driver.active._gpu
     out = sys.stderr if a.json else sys.stdout          # the script's own prints keep --json parseable
+    old_path = list(sys.path)
     try:
         sys.argv = [a.file]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(a.file)))   # as `python script.py`: its folder first
         driver.active.set_gpu(gpu)
         with session(gpu, record_timeline=bool(a.html or a.trace), exact=a.exact) as s, \
                 contextlib.redirect_stdout(out), _UserCode(a.file), compilers.use(a.compiler), \
@@ -130,6 +132,7 @@ def _run_script(a: argparse.Namespace, gpu, raw_params: dict) -> int:
                     raise KernelFileError(f"{a.file}: the script exited with status {e.code}") from None
     finally:
         sys.argv = old_argv
+        sys.path[:] = old_path
         driver.active.set_gpu(old_gpu)
     reports = s.reports
     if not reports:

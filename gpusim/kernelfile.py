@@ -23,6 +23,8 @@ from .errors import GpusimError, KernelFileError, LaunchError, UsageError
 
 _GPUSIM_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIB_DIRS = tuple({os.path.abspath(d) for d in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+#: the torch stand-in's dispatcher (bench.torch_cuda_is_host): an exception of torch's own passes through it
+_TORCH_STAND_IN = os.path.join(_GPUSIM_DIR, "bench.py")
 
 
 def _shown(path: str) -> str:
@@ -46,6 +48,8 @@ def _user_frame(exc: BaseException, kernel_file: str) -> tuple[str, int, str] | 
         a = os.path.abspath(fn)
         if a == target:
             return fn, fs.lineno or 0, fs.name
+        if a == _TORCH_STAND_IN and fs.name == "__torch_function__":
+            continue                                  # torch's own call, passed through the torch stand-in
         if a.startswith(_GPUSIM_DIR + os.sep):
             return None
         if a.startswith(_LIB_DIRS) or "site-packages" in a or "dist-packages" in a:

@@ -815,3 +815,37 @@ def test_tutorial_host_calls_profiler_cublas_and_fp8_arguments(tmp_path, capsys)
     line = next(i for i, ln in enumerate(_TUTORIAL_HOST_SCRIPT.splitlines(), 1) if "float8_e5m2" in ln)
     assert f"{f}:{line}: argument 'x_ptr' is a torch.float8_e5m2 tensor: tl.float8e5 (fp8) is not supported" in cap.err
     assert "internal error" not in cap.err
+
+
+def test_a_script_imports_its_siblings_and_torchs_own_errors_are_the_scripts(tmp_path, capsys):
+    """As ``python script.py``: the script's folder is on the path (``import helper`` of a sibling module);
+    ``import triton.runtime.autotuner as m`` works; an exception torch raises inside a call the torch stand-in
+    passes through (a shape mismatch) is the script's error at its line (exit 2), not an internal error (3)."""
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    (tmp_path / "sibling_helper.py").write_text("FACTOR = 3\n")
+    f = tmp_path / "uses_sibling.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+        import triton.runtime.autotuner as at
+        import sibling_helper
+
+
+        @triton.jit
+        def scale(x_ptr, n, F: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, F * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+        x = torch.ones(10, device="cuda")
+        scale[(1,)](x, 10, F=sibling_helper.FACTOR, BLOCK=16)
+        print("sum", float(x.sum()), at.Autotuner.__name__)
+        torch.ones(3, device="cuda") + torch.ones(4, device="cuda")
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 2
+    cap = capsys.readouterr()
+    assert "sum 30.0 Autotuner" in cap.out
+    assert f"{f}:18: at import: RuntimeError: The size of tensor a (3) must match" in cap.err, cap.err
+    assert "internal error" not in cap.err
