@@ -1204,7 +1204,7 @@ def test_int_bit_count_is_popc():
 
 
 @cuda.jit
-def k_shared_histogram(arr, histo):
+def k_shared_histogram_many_warps(arr, histo):
     local = cuda.shared.array(128, np.int64)
     local[cuda.threadIdx.x] = 0
     cuda.syncthreads()
@@ -1221,6 +1221,26 @@ def test_shared_atomics_of_a_many_warp_table_are_timed():
     import gpusim
     arr = np.random.default_rng(0).integers(32, 140, 50_000).astype(np.uint8)
     histo = np.zeros(128, np.int64)
-    rep = gpusim.simulate(k_shared_histogram, (16,), (128,), arr, histo, progress=False)
+    rep = gpusim.simulate(k_shared_histogram_many_warps, (16,), (128,), arr, histo, progress=False)
     np.testing.assert_array_equal(histo, np.bincount(arr[arr < 128], minlength=128))
     assert rep.cycles > 0 and rep["shared_bytes_per_cta"] == 1024
+
+
+@cuda.jit
+def k_spin_lock(x, mutex):
+    while cuda.atomic.compare_and_swap(mutex, 0, 1) != 0:
+        pass
+    x[0] += 1
+    cuda.atomic.exch(mutex, 0, 0)
+
+
+def test_a_contended_spin_lock_is_refused_not_a_hang():
+    """A numba-cuda spin lock that two blocks contend for: the holder's release comes after the loop, which gpusim
+    runs in lockstep for the blocks of a chunk -- refused with the reason at the loop's line, not an endless loop.
+    One block alone takes and releases the lock."""
+    x, m = np.zeros(1), np.zeros(1, np.int64)
+    run(k_spin_lock, (1,), (1,), x, m)
+    assert x[0] == 1 and m[0] == 0
+    with pytest.raises(UnsupportedConstruct, match="a loop around a compare-and-swap ran .* a spin lock") as e:
+        run(k_spin_lock, (2,), (1,), np.zeros(1), np.zeros(1, np.int64))
+    assert e.value.line == k_spin_lock.py_func.__code__.co_firstlineno + 2

@@ -27,6 +27,8 @@ class Atomics:
     """The chunk's (``runtime.Chunk``) atomic operations."""
 
     def atomic(self, op, obj, idx, args, line, used=True) -> V:
+        if op in ("cas", "exch"):
+            CAS_CALLS[0] += 1            # (a while loop that keeps trying one may be a contended spin lock)
         if type(obj) is Ununified:
             raise self._err(obj.error, obj.message(), line)
         if not isinstance(obj, ARRAYS):
@@ -101,6 +103,9 @@ class Atomics:
 
 
 # ---- atomics: exact sequential semantics per address, in thread order -------------------------------------------
+
+#: compare-and-swap / exchange calls executed so far (control.loop_test: a spin loop that never lets go)
+CAS_CALLS = [0]
 
 _UFUNC_ATOMIC = {"add": np.add, "sub": np.add, "max": np.maximum, "min": np.minimum, "and_": np.bitwise_and,
                  "or_": np.bitwise_or, "xor": np.bitwise_xor, "nanmax": np.fmax, "nanmin": np.fmin}

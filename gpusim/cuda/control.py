@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import CompileError
+from ..errors import CompileError, UnsupportedConstruct
 from ..trace import WARP
 from . import costs as C_
+from .atomics import CAS_CALLS
 from .unroll import LoopRecord
 from .values import Mask
 from .values import (ARRAYS, BOOL, EMPTY, I64, UNDEF, ArrayRef, ArrayView, LocalArray, SharedArray, SubArray, Ununified,
@@ -51,10 +52,15 @@ class IfState:
     __slots__ = ("entry", "mt", "me", "tend", "join", "has_else", "line")
 
 
+#: passes of a loop around a compare-and-swap after which it is taken for a spin lock that cannot be released (at
+#: least four passes per thread of the chunk: a CAS loop lets one contender per address through per pass)
+SPIN_PASSES = 20_000
+
+
 class LoopState:
     __slots__ = ("entry", "exited", "broken", "cont", "nret", "counter", "stop", "step", "unrolled",
                  "iter_mask", "nlost", "rec", "used", "countable", "join", "varying", "mark", "tested", "start",
-                 "slots")
+                 "slots", "spins", "cas_seen")
 
 
 class SlotPlan:
@@ -367,6 +373,8 @@ class Control:
         st.mark = len(self.ops)
         st.tested = False
         st.slots = None
+        st.spins = 0
+        st.cas_seen = CAS_CALLS[0]
         return st
 
     def _loop_cond(self, st, cv) -> bool:
@@ -397,6 +405,18 @@ class Control:
     def loop_test(self, st, c, line) -> bool:
         if self.mask is EMPTY:
             return False
+        if CAS_CALLS[0] != st.cas_seen:
+            # a loop around a compare-and-swap: each pass lets at least one contender through, unless the holder of
+            # a spin lock waits, in lockstep, for the threads that spin on it (its release comes after the loop)
+            st.cas_seen = CAS_CALLS[0]
+            st.spins += 1
+            if st.spins > max(SPIN_PASSES, 4 * self.C * self.L.P):
+                raise self._err(UnsupportedConstruct, f"a loop around a compare-and-swap ran {st.spins:,} passes "
+                                "without its threads getting through: a spin lock its threads contend for -- gpusim "
+                                "runs a warp's threads, and the blocks it executes together, in lockstep, so the "
+                                "holder never reaches its release (the GPU interleaves them); spin locks run in "
+                                "gpusim's Triton kernels (tl.atomic_cas), not in numba-cuda ones: use an atomic "
+                                "update (cuda.atomic.add ...) instead of the lock", line)
         c = self.truth(c, line)
         rec = None
         ctl = list(range(st.mark, len(self.ops)))       # the test's compare ...
