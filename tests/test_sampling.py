@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpusim.api import launch_steps, time_trace, trace_kernel
+from gpusim.api import fresh_addresses, launch_steps, time_trace, trace_kernel
 from gpusim.config import load_gpu
 from gpusim.timing import sampling
 from gpusim.trace import KernelTrace, MemAccess, Op, OpKind, OpTable, Pipe, Space, coalesce_global
@@ -131,7 +131,8 @@ def _trace_and_exact(case: str, params: dict | None):
     """The case's trace and its exact replay, once per session (two tests compare with it)."""
     key = (case, repr(params))
     if key not in _EXACT:
-        tr = _trace(case, params)
+        with fresh_addresses():         # addresses as in a new process: the result is not the suite's order's
+            tr = _trace(case, params)
         _EXACT[key] = (tr, time_trace(tr, GPU, progress=False, exact=True))
     return _EXACT[key]
 
