@@ -23,6 +23,17 @@ def gc_paused():
 _EXEC_N = [0]
 
 
+def _future_flags() -> int:
+    import __future__
+    out = 0
+    for n in __future__.all_feature_names:
+        out |= getattr(__future__, n).compiler_flag
+    return out
+
+
+_FUTURE_FLAGS = _future_flags()
+
+
 @contextlib.contextmanager
 def exec_sources_kept():
     """Inside the block, a source string given to ``exec`` keeps its text where ``inspect`` finds it (a file name of
@@ -39,7 +50,10 @@ def exec_sources_kept():
             _EXEC_N[0] += 1
             name = f"<gpusim-exec-{_EXEC_N[0]}>"
             linecache.cache[name] = (len(text), None, text.splitlines(True), name)
-            source = compile(text, name, "exec", dont_inherit=True)
+            # as the builtin compiles it: with the calling code's __future__ flags (``from __future__ import
+            # annotations`` leaves the annotations of a def built by exec unevaluated: torch._inductor's)
+            flags = sys._getframe(1).f_code.co_flags & _FUTURE_FLAGS
+            source = compile(text, name, "exec", flags=flags, dont_inherit=True)
         if globals is None:                  # exec(source) alone: the caller's namespaces, as the builtin takes them
             f = sys._getframe(1)
             globals, locals = f.f_globals, f.f_locals if locals is None else locals

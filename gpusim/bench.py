@@ -29,6 +29,7 @@ from .errors import KernelFileError
 #: the ``triton`` modules a script may import, and the gpusim modules that stand in for them
 ALIASES = {
     "triton": "gpusim.triton", "triton.language": "gpusim.triton.language", "triton.testing": "gpusim.triton.testing",
+    "triton.language.core": "gpusim.triton.language", "triton.language.standard": "gpusim.triton.language",
     "triton.runtime": "gpusim.triton.runtime", "triton.tools": "gpusim.triton.tools",
     # where libraries find the decorators' classes (torch.library.wrap_triton: isinstance(k, (JITFunction, Autotuner)))
     "triton.runtime.autotuner": "gpusim.triton", "triton.runtime.jit": "gpusim.triton",
@@ -180,6 +181,25 @@ def torch_cuda_is_host():
         "memory_allocated": lambda device=None: 0, "max_memory_allocated": lambda device=None: 0,
         "reset_peak_memory_stats": lambda device=None: None,
     }
+    # torch's own modules (torch._dynamo, imported by torch.compiler.disable / torch.compile) probe for the triton
+    # package and import its compiler (triton.backends, triton.compiler): under the stand-in they see no triton, as
+    # on a host without it, instead of failing at the import
+    import builtins
+    import torch.utils._triton as torch_triton
+    has_triton = torch_triton.has_triton_package
+    torch_triton.has_triton_package = _no_triton_package
+    real_import = builtins.__import__
+
+    def import_(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name.partition(".")[0] == "triton" and globals is not None and \
+                str(globals.get("__name__", "")).startswith(_TORCH_COMPILER):
+            raise ImportError(f"No module named {name!r} (torch's compiler sees no triton under gpusim)", name=name)
+        return real_import(name, globals, locals, fromlist, level)
+    builtins.__import__ = import_
+    # torch.compile'd host code runs eagerly (same values: dynamo cannot trace tensors that say they are on cuda
+    # while they live in host memory)
+    real_compile = torch.compile
+    torch.compile = _eager_compile
     saved = {k: torch.cuda.__dict__.get(k) for k in answers}
     for k, f in answers.items():
         setattr(torch.cuda, k, f)
@@ -197,8 +217,27 @@ def torch_cuda_is_host():
     finally:
         for k, f in saved.items():
             setattr(torch.cuda, k, f)
+        torch_triton.has_triton_package = has_triton
+        builtins.__import__ = real_import
+        torch.compile = real_compile
         if wrap is not None:
             wrap.wrap_triton_enabled.value = wrap_before
+
+
+def _no_triton_package() -> bool:
+    return False
+
+
+def _eager_compile(model=None, **options):
+    """``torch.compile`` while gpusim stands in: the function (or module) itself, as ``@torch.compile``,
+    ``torch.compile(fn, ...)`` and ``torch.compile(...)(fn)`` give it."""
+    if model is None:
+        return lambda m: m
+    return model
+
+
+#: torch's compiler stack (torch.compile, torch.compiler.disable): under the stand-in it finds no triton package
+_TORCH_COMPILER = ("torch._inductor", "torch._dynamo", "torch.utils._triton")
 
 
 def run_script(path: str, gpu: str = "h100", save_path: str | None = "bench_out") -> dict:

@@ -39,7 +39,7 @@ from ._launch import execute, resolve, run_launch, trace_launch
 #: the Triton release whose language and lowering this front end follows (scripts check ``triton.__version__``)
 __version__ = "3.6.0"
 
-__all__ = ["jit", "JITFunction", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
+__all__ = ["jit", "JITFunction", "TensorWrapper", "reinterpret", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
            "trace_launch", "run_launch", "constexpr", "runtime", "testing", "data_ptr", "set_allocator"]
 
 
@@ -51,6 +51,56 @@ def set_allocator(allocator):
 
 
 _allocator = None
+
+
+class TensorWrapper:
+    """``triton.reinterpret(tensor, dtype)``'s value: ``tensor``'s memory, passed to a kernel as a pointer to
+    ``dtype`` (as Triton's ``triton.runtime.jit.TensorWrapper``)."""
+
+    def __init__(self, base, dtype):
+        self.dtype = dtype
+        self.base = base
+        self.data = getattr(base, "data", None)
+        self.device = getattr(base, "device", None)
+        self.shape = base.shape
+
+    def data_ptr(self):
+        return self.base.data_ptr()
+
+    def stride(self, *args):
+        return self.base.stride(*args)
+
+    def __str__(self) -> str:
+        return f"TensorWrapper[{self.dtype}]({self.base})"
+
+    def element_size(self):
+        return self.base.element_size()
+
+    def cpu(self):
+        return TensorWrapper(self.base.cpu(), self.dtype)
+
+    def copy_(self, other):
+        self.base.copy_(other.base)
+
+    def clone(self):
+        return TensorWrapper(self.base.clone(), self.dtype)
+
+    def to(self, device):
+        return TensorWrapper(self.base.to(device), self.dtype)
+
+    def new_empty(self, sizes):
+        return TensorWrapper(self.base.new_empty(sizes), self.dtype)
+
+
+def reinterpret(tensor, dtype):
+    """``triton.reinterpret``: view a tensor's memory as ``dtype`` at a kernel launch."""
+    if isinstance(tensor, TensorWrapper):
+        if dtype == tensor.base.dtype:
+            return tensor.base
+        return TensorWrapper(tensor.base, dtype)
+    if hasattr(tensor, "data_ptr") or hasattr(tensor, "__array_interface__"):
+        return TensorWrapper(tensor, dtype)
+    raise TypeError(f"Cannot reinterpret a {type(tensor)}.")
 
 
 def cdiv(x, y):
@@ -74,7 +124,43 @@ class JITFunction:
         self.options = options
         functools.update_wrapper(self, fn)
         import inspect
-        self.arg_names = list(inspect.signature(fn).parameters)
+        self.signature = inspect.signature(fn)
+        self.params = list(self.signature.parameters.values())
+        self.arg_names = list(self.signature.parameters)
+        self.do_not_specialize = list(options.get("do_not_specialize") or ())
+        self.noinline = bool(options.get("noinline", False))
+        self.debug = options.get("debug")
+        self.__globals__ = fn.__globals__
+        self.kernel_cache = [{}]
+
+    @functools.cached_property
+    def _src_lines(self):
+        import inspect
+        try:
+            return inspect.getsourcelines(self.fn)
+        except OSError as e:
+            raise ValueError("@jit functions should be defined in a Python file") from e
+
+    @property
+    def raw_src(self):
+        return self._src_lines[0]
+
+    @property
+    def starting_line_number(self) -> int:
+        return self._src_lines[1]
+
+    @property
+    def src(self) -> str:
+        """Triton's ``JITFunction.src``: the function's source without its decorators."""
+        import re
+        import textwrap
+        src = textwrap.dedent("".join(self.raw_src))
+        m = re.search(r"^def\s+\w+\s*\(", src, re.MULTILINE)
+        return src[m.start():] if m else src
+
+    def parse(self):
+        import ast
+        return ast.parse(self.src)
 
     def __getitem__(self, grid):
         return functools.partial(self.run, grid=grid)
@@ -154,19 +240,28 @@ class Autotuner:
 
     _gpusim_frontend = "triton"
 
-    def __init__(self, fn, configs, key=None, prune_configs_by=None, reset_to_zero=None, restore_value=None,
-                 pre_hook=None, post_hook=None):
+    def __init__(self, fn, arg_names, configs, key, reset_to_zero=None, restore_value=None, pre_hook=None,
+                 post_hook=None, prune_configs_by=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None,
+                 cache_results=False):
+        # Triton 3.6's signature: libraries subclass it (fla's CachedAutotuner) and call super().__init__(...)
         self.fn = fn
         self.configs = list(configs) if configs else [Config({})]
         self.keys = list(key or [])
         self.key = self.keys
-        self.arg_names = getattr(fn, "arg_names", [])
+        self.arg_names = list(arg_names) if arg_names is not None else getattr(fn, "arg_names", [])
         self.reset_to_zero = list(reset_to_zero or [])
         self.restore_value = list(restore_value or [])
+        self.pre_hook = pre_hook or (lambda kwargs, reset_only=False: 0)
+        self.post_hook = post_hook or (lambda kwargs, exception: 0)
+        self.user_defined_pre_hook = pre_hook is not None
+        self.user_defined_post_hook = post_hook is not None
+        self.warmup, self.rep, self.use_cuda_graph, self.cache_results = warmup, rep, use_cuda_graph, cache_results
+        self.num_warmups, self.num_reps = warmup, rep
         prune_configs_by = prune_configs_by or {}
         self.perf_model = prune_configs_by.get("perf_model")
         self.configs_top_k = prune_configs_by.get("top_k", 1.0)
         self.early_config_prune = prune_configs_by.get("early_config_prune")
+        self.fn_name = getattr(fn, "__name__", None)
         self.cache: dict = {}                 # key -> the chosen Config (as Triton's)
         self._gpusim_tuned: dict = {}         # key -> what the simulation found (_autotune._Tuned)
         self.best_config = None
@@ -184,8 +279,10 @@ class Autotuner:
 
 def autotune(configs, key=None, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
              post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False):
-    return lambda fn: Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, pre_hook,
-                                post_hook)
+    return lambda fn: Autotuner(fn, getattr(fn, "arg_names", None), configs, key, reset_to_zero, restore_value,
+                                pre_hook=pre_hook, post_hook=post_hook, prune_configs_by=prune_configs_by,
+                                warmup=warmup, rep=rep, use_cuda_graph=use_cuda_graph, do_bench=do_bench,
+                                cache_results=cache_results)
 
 
 class Heuristics:
@@ -193,10 +290,12 @@ class Heuristics:
 
     _gpusim_frontend = "triton"
 
-    def __init__(self, fn, values):
+    def __init__(self, fn, arg_names, values=None):
+        if values is None:                     # gpusim's older (fn, values)
+            arg_names, values = None, arg_names
         self.fn = fn
         self.values = dict(values)
-        self.arg_names = getattr(fn, "arg_names", [])
+        self.arg_names = list(arg_names) if arg_names is not None else getattr(fn, "arg_names", [])
 
     def __getitem__(self, grid):
         return functools.partial(self.run, grid=grid)
@@ -209,7 +308,7 @@ class Heuristics:
 
 
 def heuristics(values):
-    return lambda fn: Heuristics(fn, values)
+    return lambda fn: Heuristics(fn, getattr(fn, "arg_names", None), values)
 
 
 _launch.register_package(sys.modules[__name__])      # a kernel's ``triton`` global is rebound to this package

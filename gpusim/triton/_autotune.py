@@ -33,11 +33,23 @@ class _Tuned:
         self.best, self.seconds, self.n_total = best, seconds, n_total
 
 
+def wrapper_kind(obj) -> str:
+    """``"Autotuner"`` / ``"Heuristics"`` / ``"JITFunction"`` ... when ``obj`` is one of Triton's (or gpusim's)
+    decorator classes or a subclass of one (fla's ``CachedAutotuner(Autotuner)``), else its class name."""
+    for c in type(obj).__mro__:
+        if c.__name__ in _KINDS and (c.__module__ or "").startswith(("triton", "gpusim.triton")):
+            return c.__name__
+    return type(obj).__name__
+
+
+_KINDS = ("Autotuner", "Heuristics", "JITFunction", "InterpretedFunction")
+
+
 def tuner_of(kernel):
     """The autotuner (gpusim's or Triton's) in a kernel's decorator chain, or None."""
     k = kernel
     for _ in range(8):
-        if type(k).__name__ == "Autotuner" and hasattr(k, "configs") and hasattr(k, "fn"):
+        if wrapper_kind(k) == "Autotuner" and hasattr(k, "configs") and hasattr(k, "fn"):
             return k
         if hasattr(k, "fn") and not isinstance(k, types.FunctionType):
             k = k.fn

@@ -240,8 +240,8 @@ class _Region:
 
 
 class Branch(_Region):
-    def __init__(self, cond):
-        self.cv = C.cond_value(cond)
+    def __init__(self, cond, text: str = "..."):
+        self.cv = C.cond_value(cond, unsplat=text)
         self.pushed = False
 
     def then(self) -> bool:

@@ -788,15 +788,19 @@ def _cast_pointer(x: tensor, dt: pointer_type) -> tensor:
 # branch conditions (the rewritten kernel's control flow, a tensor's truth value)
 # ---------------------------------------------------------------------------------------------------------
 
-def cond_value(c):
-    """A branch condition: a Python bool when every active program agrees, else a bool (P,) mask."""
+def cond_value(c, unsplat: "str | bool" = False):
+    """A branch condition: a Python bool when every active program agrees, else a bool (P,) mask.  ``unsplat``
+    (an ``if`` statement's test, its source text): a one-element block is its element, with Triton 3.6's warning."""
     c = unwrap(c)
     if not isinstance(c, tensor):
         return bool(c)
     if c.shape:
-        fail(CompileError, "Boolean value of Tensor with more than one value is ambiguous: a branch/loop "
-                           "condition must be a scalar, not a tensor of shape "
-                           f"{list(c.shape)}")
+        if not (unsplat and int(np.prod(c.shape)) == 1):
+            fail(CompileError, "Boolean value of Tensor with more than one value is ambiguous: a branch/loop "
+                               "condition must be a scalar, not a tensor of shape "
+                               f"{list(c.shape)}")
+        _warn_unsplat(unsplat if isinstance(unsplat, str) else "...")
+        c = reshape(c, ())
     v = c.v
     if v.dtype != np.bool_:
         v = v != 0
@@ -816,3 +820,18 @@ def cond_value(c):
     if not sel.any():
         return False
     return v
+
+
+def _warn_unsplat(text: str):
+    """Triton 3.6's warning for ``if`` on a one-element block (once per kernel line, as Triton compiles it once)."""
+    import warnings
+    file, line = user_line()
+    key = (file, line)
+    if key in _UNSPLAT_WARNED:
+        return
+    _UNSPLAT_WARNED.add(key)
+    warnings.warn_explicit("If conditional called with multidimensional Tensor instead of scalar; please use "
+                           f"\"if ({text}).item()\" instead", UserWarning, file or "<kernel>", line or 0)
+
+
+_UNSPLAT_WARNED: set = set()

@@ -28,6 +28,7 @@ from . import _lower as L
 from . import _ops_descriptor as D
 from . import _realcc
 from . import _rewrite
+from ._autotune import wrapper_kind
 from ._strict import kernel_builtins
 from . import language as tl
 from ._buffers import ADDRESSES, Buffer, numpy_root
@@ -99,6 +100,10 @@ def _real_triton_kind(v):
     t = type(v)
     mod = t.__module__ or ""
     if not mod.startswith("triton"):
+        kind = wrapper_kind(v)          # a library's subclass of Triton's Autotuner / JITFunction
+        if kind in ("Autotuner", "Heuristics", "JITFunction", "InterpretedFunction") and \
+                getattr(v, "_gpusim_frontend", None) is None:
+            return kind
         return None
     return t.__name__
 
@@ -197,7 +202,7 @@ def resolve(kernel, config=None) -> Spec:
     for _ in range(8):
         if not jit_options and isinstance(getattr(k, "fn", None), types.FunctionType):
             jit_options = _jit_options(k)
-        kind = type(k).__name__
+        kind = wrapper_kind(k)
         if hasattr(k, "configs") and hasattr(k, "fn") and kind in ("Autotuner",):
             cfgs = list(k.configs)
             if cfgs and config is None:
@@ -252,6 +257,8 @@ def make_pointer_arg(flat: np.ndarray, offset: int, dt: C.dtype, name: str, owne
 
 def _pointer_arg(x, name):
     mod = type(x).__module__ or ""
+    if type(x).__name__ == "TensorWrapper" and hasattr(x, "base") and hasattr(x, "dtype"):
+        return _reinterpreted_arg(x, name)
     if isinstance(x, np.ndarray):
         arr = x
         if arr.dtype.name == "bfloat16":
@@ -279,6 +286,25 @@ def _pointer_arg(x, name):
         dt = C.bfloat16 if x.dtype == torch.bfloat16 else C.dtype_of_numpy(flat.dtype)
         return make_pointer_arg(flat, int(x.storage_offset()), dt, name, None)
     raise UnsupportedConstruct(f"argument {name!r} of type {type(x).__name__} cannot be passed to a kernel")
+
+
+def _reinterpreted_arg(x, name):
+    """``triton.reinterpret(t, dtype)``: ``t``'s memory as a pointer to ``dtype``."""
+    dt = _rebind(x.dtype)
+    if isinstance(dt, C.unsupported_dtype):
+        raise LaunchError(f"argument {name!r} is reinterpreted as {dt.long_name}: {dt.why()}")
+    if not isinstance(dt, C.dtype) or dt.np_storage is None:
+        raise UnsupportedConstruct(f"argument {name!r}: triton.reinterpret to {x.dtype!r} is not a Triton dtype")
+    p = _pointer_arg(x.base, name)
+    buf = p.buf
+    e_old, e_new = buf.elem_bytes, dt.itemsize
+    byte = int(p.v[0]) * e_old
+    if byte % e_new:
+        raise UnsupportedConstruct(f"argument {name!r}: triton.reinterpret to {dt.name} at an offset of {byte} "
+                                   f"bytes, not a multiple of its {e_new}-byte elements")
+    raw = buf.flat.view(np.uint8)
+    view = raw[:raw.nbytes // e_new * e_new].view(dt.np_storage if dt is not C.bfloat16 else np.uint16)
+    return make_pointer_arg(view, byte // e_new, dt, name, None)
 
 
 def _scalar_arg(x, name):
@@ -371,7 +397,8 @@ def _kernel_values(spec: Spec, vals: dict):
         if v is None or isinstance(v, (str, C.dtype)) or _real_triton_kind(v) in ("constexpr", "dtype"):
             out[p.name] = _rebind(v)
             continue
-        if isinstance(v, np.ndarray) or (type(v).__module__ or "").startswith("torch"):
+        if isinstance(v, np.ndarray) or (type(v).__module__ or "").startswith("torch") or \
+                (type(v).__name__ == "TensorWrapper" and hasattr(v, "base")):
             t = _pointer_arg(v, p.name)
             buffers.append(t.buf)
             out[p.name] = t

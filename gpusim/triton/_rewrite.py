@@ -153,7 +153,7 @@ class _Rewriter(ast.NodeTransformer):
     # ---- statements --------------------------------------------------------------------------------
     def _if(self, s: ast.If) -> list:
         b = f"__g_b{_uid()}"
-        out = [ast.copy_location(_assign(b, _call("__g_rt.Branch", [self.visit(s.test)])), s)]
+        out = [ast.copy_location(_assign(b, _call("__g_rt.Branch", [self.visit(s.test), _const(ast.unparse(s.test))])), s)]
         then_body = self._region_body(b, s.body, s) + [ast.copy_location(_expr(_call(f"{b}.end")), s)]
         out.append(ast.copy_location(ast.If(test=_call(f"{b}.then"), body=then_body, orelse=[]), s))
         if s.orelse:
@@ -254,6 +254,20 @@ def source_of(fn):
     return out
 
 
+def _fix_locations(node, loc=(1, 0)) -> None:
+    """``ast.fix_missing_locations``, but a node the rewrite made sits on its parent's *first* line only: with the
+    parent's end line (an ``if`` statement's last line), Python 3.11 reports a call ``__g_rt.Branch(...)`` at the
+    line where its attribute ends, so errors and warnings raised there named the statement's last line."""
+    if "lineno" in node._attributes:
+        if getattr(node, "lineno", None) is None:
+            node.lineno, node.col_offset = loc
+            node.end_lineno, node.end_col_offset = loc
+        else:
+            loc = (node.lineno, node.col_offset)
+    for ch in ast.iter_child_nodes(node):
+        _fix_locations(ch, loc)
+
+
 def compile_function(fn, is_kernel: bool, globals_builder):
     """Rewrite ``fn``'s source and return the new Python function (bound to rebound globals)."""
     src, first, filename = source_of(fn)
@@ -265,7 +279,7 @@ def compile_function(fn, is_kernel: bool, globals_builder):
     fdef = check_function(fdef, fn, filename, is_kernel)
     fdef = _Rewriter(filename, is_kernel).rewrite_function(fdef)
     mod = ast.Module(body=[fdef], type_ignores=[])
-    ast.fix_missing_locations(mod)
+    _fix_locations(mod)
     code = compile(mod, filename, "exec")
     _register_codes(code, filename, fn.__name__)
     ns = globals_builder(fn)

@@ -274,7 +274,12 @@ def _extra_modules():
 
 extra, _libdevice_ns = _extra_modules()
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations",)]
+# ``tl.core.constexpr`` / ``tl.core.tensor`` / ``tl.core.dtype`` (``triton.language.core``, where Triton defines the
+# language's types and builtins) and ``tl.standard`` name this same namespace
+import sys as _sys  # noqa: E402
+core = standard = _sys.modules[__name__]
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "core", "standard")]
 _C.register_methods(globals())          # tl functions are also tensor methods: x.sum(0), x.exp() ...
 
 

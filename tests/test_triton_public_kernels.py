@@ -1,0 +1,186 @@
+"""Constructs of Triton kernels copied verbatim from public repositories that gpusim had to learn (probe rounds
+over vLLM, SGLang, FlagGems, fla, Triton's own tests ...): each reproduced by a small kernel of this file and
+checked against numpy, or the exact error line Triton 3.6 gives."""
+from __future__ import annotations
+
+import inspect
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import gpusim.api  # noqa: F401  (the engine times autotune configs)
+from gpusim import triton
+from gpusim.errors import CompileError
+from gpusim.triton import language as tl
+
+
+def _line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn.fn)
+    for i, ln in enumerate(lines):
+        if text in ln:
+            return first + i
+    raise AssertionError(text)
+
+
+# ---- `if` on a one-element block: Triton 3.6 unsplats it with a warning ------------------------------------------
+
+@triton.jit
+def unsplat_kernel(x_ptr, out_ptr):
+    x = tl.load(x_ptr + tl.program_id(0) + tl.arange(0, 1))
+    if x > 0:
+        tl.store(out_ptr + tl.program_id(0), 1)
+    else:
+        tl.store(out_ptr + tl.program_id(0), 2)
+
+
+@triton.jit
+def two_element_if_kernel(x_ptr, out_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 2))
+    if x > 0:
+        tl.store(out_ptr, 1)
+    tl.store(out_ptr + 1, 2)
+
+
+def test_if_on_a_one_element_block_is_its_element_with_tritons_warning():
+    x = np.array([1.0, -1.0, 3.0, -2.0], np.float32)
+    out = np.zeros(4, np.int32)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        unsplat_kernel[(4,)](x, out)            # the programs disagree: masked lockstep
+    np.testing.assert_array_equal(out, np.where(x > 0, 1, 2))
+    msgs = [x for x in w if "If conditional called with multidimensional Tensor" in str(x.message)]
+    assert msgs and '"if (x > 0).item()"' in str(msgs[0].message)
+    assert msgs[0].lineno == _line_of(unsplat_kernel, "if x > 0")
+
+
+def test_if_on_a_two_element_block_is_refused_at_the_if_line():
+    with pytest.raises(CompileError) as ei:
+        two_element_if_kernel[(1,)](np.ones(2, np.float32), np.zeros(2, np.int32))
+    assert "Boolean value of Tensor with more than one value is ambiguous" in str(ei.value)
+    assert ei.value.line == _line_of(two_element_if_kernel, "if x > 0")       # not the statement's last line
+
+
+# ---- tl.core.* names, JITFunction's attributes, triton.reinterpret ---------------------------------------------
+
+@triton.jit
+def core_names_kernel(x_ptr, y_ptr, N: tl.core.constexpr, M: tl.core.constexpr):
+    o = tl.arange(0, N)
+    x: tl.core.tensor = tl.load(x_ptr + o)
+    if isinstance(x, tl.core.tensor):
+        x = x * 2
+    if isinstance(x.dtype, tl.core.dtype):
+        x = x + M
+    tl.store(y_ptr + o, x)
+
+
+def test_tl_core_names_in_annotations_and_isinstance():
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros_like(x)
+    core_names_kernel[(1,)](x, y, 16, 3)
+    np.testing.assert_array_equal(y, 2 * x + 3)
+
+
+def test_jit_function_exposes_tritons_attributes():
+    k = core_names_kernel
+    assert k.src.startswith("def core_names_kernel(x_ptr, y_ptr, N: tl.core.constexpr")       # no decorator
+    assert k.__name__ == "core_names_kernel" and k.fn.__name__ == "core_names_kernel"
+    assert k.arg_names == ["x_ptr", "y_ptr", "N", "M"]
+    assert k.starting_line_number == inspect.getsourcelines(k.fn)[1]
+    assert [p.name for p in k.params] == k.arg_names
+    assert k.parse().body[0].name == "core_names_kernel"
+
+
+@triton.jit
+def clear_sign_kernel(x_ptr, y_ptr, N: tl.constexpr):
+    o = tl.arange(0, N)
+    tl.store(y_ptr + o, tl.load(x_ptr + o) & 0x7FFFFFFF)
+
+
+def test_reinterpret_passes_the_memory_as_another_dtype():
+    a = np.array([-1.5, 2.0, -3.25, 0.0, -0.0, 7.0, -8.5, 1e-3], np.float32)
+    b = np.zeros_like(a)
+    clear_sign_kernel[(1,)](triton.reinterpret(a, tl.int32), triton.reinterpret(b, tl.int32), 8)
+    np.testing.assert_array_equal(b, np.abs(a))
+    w = triton.reinterpret(a, tl.int32)
+    assert triton.reinterpret(w, tl.uint32).base is a and w.shape == a.shape
+    with pytest.raises(TypeError):
+        triton.reinterpret(3, tl.int32)
+
+
+# ---- a library's subclass of Triton's Autotuner (fla's CachedAutotuner) ------------------------------------------
+
+class _CachedAutotuner(triton.Autotuner):
+    """After fla's: Triton's constructor signature, ``run(*args, **kwargs)`` over ``super().run``."""
+
+    def __init__(self, fn, arg_names, configs, key, reset_to_zero, restore_value, **kwargs):
+        super().__init__(fn, arg_names, configs, key, reset_to_zero, restore_value, **kwargs)
+        self.kernel_name = fn.fn.__name__ if hasattr(fn, "fn") else fn.__name__
+        self.runs = 0
+
+    def run(self, *args, **kwargs):
+        self.runs += 1
+        return super().run(*args, **kwargs)
+
+
+def _cached_autotune(configs, key):
+    return lambda fn: _CachedAutotuner(fn, fn.arg_names, configs, key, None, None, pre_hook=None, post_hook=None)
+
+
+@_cached_autotune([triton.Config({"B": 16}), triton.Config({"B": 64})], key=["n"])
+@triton.jit
+def add_one_kernel(x_ptr, y_ptr, n, B: tl.constexpr):
+    o = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) + 1, mask=o < n)
+
+
+def test_a_subclass_of_autotuner_with_tritons_constructor_tunes_and_runs():
+    from gpusim.triton import _autotune
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros_like(x)
+    add_one_kernel[lambda m: (triton.cdiv(100, m["B"]),)](x, y, 100)
+    np.testing.assert_array_equal(y, x + 1)
+    assert add_one_kernel.runs == 1 and add_one_kernel.kernel_name == "add_one_kernel"
+    assert _autotune.tuner_of(add_one_kernel) is add_one_kernel
+    assert add_one_kernel.arg_names == ["x_ptr", "y_ptr", "n", "B"] and add_one_kernel.keys == ["n"]
+    assert not add_one_kernel.user_defined_pre_hook
+
+
+# ---- host code: torch.compiler.disable / torch.compile in a script ------------------------------------------------
+
+def test_torch_compiler_disable_and_compile_in_a_script(tmp_path, capsys):
+    """``@torch.compiler.disable`` imports torch._dynamo, whose modules probe for triton's compiler: under gpusim they
+    see no triton package (as on a host without it); ``torch.compile``'d host code runs eagerly."""
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "compiler_disable.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def inc(x_ptr, N: tl.constexpr):
+            o = tl.arange(0, N)
+            tl.store(x_ptr + o, tl.load(x_ptr + o) + 1)
+
+
+        @torch.compiler.disable
+        def f(x):
+            inc[(1,)](x, 16)
+            return x
+
+
+        @torch.compile
+        def g(x):
+            return x * 2 + 1
+
+
+        print("disable", float(f(torch.zeros(16, device="cuda")).sum()))
+        print("compile", g(torch.ones(4, device="cuda")).tolist())
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    out = capsys.readouterr().out
+    assert "disable 16.0" in out and "compile [3.0, 3.0, 3.0, 3.0]" in out
