@@ -184,3 +184,151 @@ def test_torch_compiler_disable_and_compile_in_a_script(tmp_path, capsys):
     assert main(["run", str(f), "--compiler", "builtin"]) == 0
     out = capsys.readouterr().out
     assert "disable 16.0" in out and "compile [3.0, 3.0, 3.0, 3.0]" in out
+
+
+# ---- tl.map_elementwise and a helper's `return` under a condition the programs disagree on ------------------------
+
+@triton.jit
+def _compare(x, y):
+    if x < y:
+        return -1
+    elif x == y:
+        return 0
+    else:
+        return 1
+
+
+@triton.jit
+def map_compare_kernel(X, Y, Z, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    y = tl.load(Y + tl.arange(0, BLOCK))
+    tl.store(Z + tl.arange(0, BLOCK), tl.map_elementwise(_compare, x, y))
+
+
+@triton.jit
+def _divmod(a, b):
+    return a // b, a % b
+
+
+@triton.jit
+def map_divmod_kernel(A, B, C, D, BLOCK: tl.constexpr):
+    a = tl.load(A + tl.arange(0, BLOCK))
+    b = tl.load(B + tl.arange(0, BLOCK))
+    c, d = tl.map_elementwise(_divmod, a, b)
+    tl.store(C + tl.arange(0, BLOCK), c)
+    tl.store(D + tl.arange(0, BLOCK), d)
+
+
+@triton.jit
+def _selu(x, alpha):
+    if x > 0:
+        return x
+    return alpha * (tl.exp(x) - 1)
+
+
+@triton.jit
+def map_selu_kernel(X, Y, n, alpha, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + o, mask=o < n)
+    tl.store(Y + o, tl.map_elementwise(_selu, x, alpha), mask=o < n)
+
+
+def test_map_elementwise_runs_the_scalar_function_per_element():
+    rs = np.random.RandomState(17)
+    x = rs.randint(-5, 5, 128).astype(np.int32)
+    y = rs.randint(-5, 5, 128).astype(np.int32)
+    z = np.zeros_like(x)
+    map_compare_kernel[(1,)](x, y, z, BLOCK=128)
+    np.testing.assert_array_equal(z, (x > y).astype(np.int32) - (y > x).astype(np.int32))
+    a = rs.randint(0, 1000, 256).astype(np.uint32)
+    b = rs.randint(1, 50, 256).astype(np.uint32)
+    c, d = np.zeros_like(a), np.zeros_like(a)
+    map_divmod_kernel[(1,)](a, b, c, d, BLOCK=256)
+    np.testing.assert_array_equal(c, a // b)
+    np.testing.assert_array_equal(d, a % b)
+    xs = rs.randn(1000).astype(np.float32)
+    ys = np.zeros_like(xs)
+    map_selu_kernel[(8,)](xs, ys, 1000, 1.5, BLOCK=128)
+    np.testing.assert_allclose(ys, np.where(xs > 0, xs, 1.5 * (np.exp(xs) - 1)), rtol=1e-6, atol=1e-6)
+
+
+@triton.jit
+def _pick(flag, a, b):
+    if flag > 0:
+        return a * 2, b
+    elif flag == 0:
+        return a, b * 3
+    return a + b, b - a
+
+
+@triton.jit
+def helper_return_kernel(F, X, OUT, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    flag = tl.load(F + pid)                       # differs between programs
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + pid * BLOCK + offs)
+    u, v = _pick(flag, x, x + 1.0)
+    tl.store(OUT + pid * BLOCK + offs, u + 10 * v)
+
+
+def test_a_helpers_return_under_a_program_varying_condition():
+    flags = np.array([1, 0, -1, 1, -2, 0], np.int32)
+    x = np.random.default_rng(3).standard_normal((6, 16)).astype(np.float32)
+    out = np.zeros_like(x)
+    helper_return_kernel[(6,)](flags, x, out, BLOCK=16)
+    f = flags[:, None]
+    u = np.where(f > 0, 2 * x, np.where(f == 0, x, x + (x + 1)))
+    v = np.where(f > 0, x + 1, np.where(f == 0, 3 * (x + 1), (x + 1) - x))
+    np.testing.assert_allclose(out, u + 10 * v, rtol=1e-6)
+
+
+# ---- FlagGems' launch wrappers: KernelInterface, params, the compiled kernel relaunched, pointer-like arguments -------
+
+class _StridedBuffer:
+    """After FlagGems': an object with ``data_ptr()`` and ``dtype`` over another array's memory."""
+
+    def __init__(self, base, offset):
+        self._base = base
+        self.dtype = base.dtype
+        self._data_ptr = base.__array_interface__["data"][0] + offset * base.dtype.itemsize
+
+    def data_ptr(self):
+        return self._data_ptr
+
+
+class _LibEntry(triton.KernelInterface):
+    """After FlagGems' LibEntry: the first launch through ``fn.run``, later ones through the compiled kernel with
+    the non-constexpr arguments only."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.jit_function = fn
+        self.compiled = None
+
+    def run(self, *args, grid, warmup=False, **kwargs):
+        if self.compiled is None:
+            self.compiled = self.fn.run(*args, grid=grid, warmup=warmup, **kwargs)
+            return self.compiled
+        names = [p.name for p in self.jit_function.params if not p.is_constexpr]
+        self.compiled[grid](*[dict(zip(self.jit_function.arg_names, args), **kwargs)[n] for n in names])
+        return self.compiled
+
+
+@triton.jit
+def _scale_kernel(x_ptr, y_ptr, n, F: tl.constexpr, B: tl.constexpr):
+    o = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y_ptr + o, F * tl.load(x_ptr + o, mask=o < n), mask=o < n)
+
+
+def test_a_kernel_interface_wrapper_relaunches_the_compiled_kernel_with_pointer_like_arguments():
+    k = _LibEntry(_scale_kernel)
+    assert [(p.num, p.name, p.is_constexpr) for p in _scale_kernel.params][3:] == [(3, "F", True), (4, "B", True)]
+    assert triton.runtime.Autotuner is triton.Autotuner and triton.runtime.JITFunction is triton.JITFunction
+    x = np.arange(40, dtype=np.float32)
+    y = np.zeros(50, np.float32)
+    with gpusim.api.session():                 # as under `gpusim run`: a launch returns the compiled kernel
+        ck = k[(3,)](x, y, 40, F=3.0, B=16)
+        assert ck is not None and ck.n_regs > 0
+        np.testing.assert_array_equal(y[:40], 3 * x)
+        k[(3,)](x, _StridedBuffer(y, 10), 40, F=3.0, B=16)        # the second launch: constexprs of the first
+    np.testing.assert_array_equal(y[10:50], 3 * x)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import types
 
 from .. import trace as _trace
 from . import _launch, language, runtime, testing
@@ -39,7 +40,8 @@ from ._launch import execute, resolve, run_launch, trace_launch
 #: the Triton release whose language and lowering this front end follows (scripts check ``triton.__version__``)
 __version__ = "3.6.0"
 
-__all__ = ["jit", "JITFunction", "TensorWrapper", "reinterpret", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
+__all__ = ["jit", "JITFunction", "KernelInterface", "OutOfResources", "CompilationError", "TensorWrapper",
+           "reinterpret", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
            "trace_launch", "run_launch", "constexpr", "runtime", "testing", "data_ptr", "set_allocator"]
 
 
@@ -114,7 +116,55 @@ def next_power_of_2(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
 
-class JITFunction:
+class KernelInterface:
+    """``triton.KernelInterface``: ``kernel[grid](*args)`` is ``kernel.run(*args, grid=grid, warmup=False)``;
+    libraries derive their launch wrappers from it (FlagGems' ``LibEntry``)."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    def warmup(self, *args, grid, **kwargs):
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    def run(self, *args, grid, warmup, **kwargs):
+        raise NotImplementedError("run not implemented")
+
+
+class KernelParam:
+    """A parameter of a JIT function as Triton's ``JITFunction.params`` lists it."""
+
+    def __init__(self, num: int, param, options: dict):
+        from ._launch import _is_constexpr_annotation
+        self.num = num
+        self._param = param
+        self.name = param.name
+        self.default = param.default
+        self.annotation = param.annotation
+        self.has_default = param.default is not param.empty
+        self.is_constexpr = _is_constexpr_annotation(param.annotation)
+        dns = options.get("do_not_specialize") or ()
+        self.do_not_specialize = num in dns or param.name in dns
+        dnsa = options.get("do_not_specialize_on_alignment") or ()
+        self.do_not_specialize_on_alignment = num in dnsa or param.name in dnsa
+        self.is_const = False
+
+    def __repr__(self):
+        return f"KernelParam({self.num}, {self.name!r}, constexpr={self.is_constexpr})"
+
+
+class OutOfResources(Exception):
+    """``triton.runtime.OutOfResources`` (raised by a launch that needs more shared memory or registers)."""
+
+    def __init__(self, required=0, limit=0, name=""):
+        self.required, self.limit, self.name = required, limit, name
+        super().__init__(f"out of resource: {name}, Required: {required}, Hardware limit: {limit}")
+
+
+class InterpreterError(Exception):
+    """``triton.runtime.InterpreterError``."""
+
+
+class JITFunction(KernelInterface):
     """A ``@triton.jit`` kernel: ``kernel[grid](*args, **meta)`` launches it."""
 
     _gpusim_frontend = "triton"
@@ -125,7 +175,7 @@ class JITFunction:
         functools.update_wrapper(self, fn)
         import inspect
         self.signature = inspect.signature(fn)
-        self.params = list(self.signature.parameters.values())
+        self.params = [KernelParam(i, p, options) for i, p in enumerate(self.signature.parameters.values())]
         self.arg_names = list(self.signature.parameters)
         self.do_not_specialize = list(options.get("do_not_specialize") or ())
         self.noinline = bool(options.get("noinline", False))
@@ -162,22 +212,17 @@ class JITFunction:
         import ast
         return ast.parse(self.src)
 
+    @property
+    def cache_key(self) -> str:
+        """Triton's ``cache_key``: a hash of the function's source (here without its callees')."""
+        import hashlib
+        return hashlib.sha256((self.src + str(self.starting_line_number)).encode()).hexdigest()
+
     def __getitem__(self, grid):
         return functools.partial(self.run, grid=grid)
 
     def run(self, *args, grid, warmup=False, **kwargs):
-        record = bool(_trace.launch_observers)
-        gpu = _session_gpu()
-        tr = execute(self, grid, args, kwargs, record=record, gpu=gpu)
-        if tr is None:
-            return None
-        _trace.publish_launch(tr)
-        # as Triton's launch returns the compiled kernel (scripts read its n_regs, n_spills, metadata.shared)
-        from ._compiled import CompiledKernel
-        from .runtime import driver
-        ck = CompiledKernel(self, tr, kwargs, driver.active.get_current_target())
-        ck._gpu = gpu
-        return ck
+        return _run(self, grid, args, kwargs)
 
     def warmup(self, *args, grid, **kwargs):
         """Triton's ``warmup``: a compiled-kernel object (``n_regs``, ``n_spills``, ``metadata.shared``,
@@ -195,6 +240,23 @@ class JITFunction:
 
     def __repr__(self):
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+
+def _run(kernel, grid, args, kwargs):
+    """Launch ``kernel`` (a JITFunction, Autotuner or Heuristics); as Triton's launch, return the compiled kernel
+    (scripts read its n_regs, n_spills, metadata.shared; libraries relaunch it with ``ck[grid](*args)``)."""
+    record = bool(_trace.launch_observers)
+    gpu = _session_gpu()
+    tr = execute(kernel, grid, args, kwargs, record=record, gpu=gpu)
+    if tr is None:
+        return None
+    _trace.publish_launch(tr)
+    from ._compiled import CompiledKernel
+    from .runtime import driver
+    ck = CompiledKernel(kernel, tr, kwargs, driver.active.get_current_target())
+    ck._gpu = gpu
+    ck._call = (tuple(args), dict(kwargs))
+    return ck
 
 
 def _session_gpu():
@@ -233,7 +295,7 @@ class Config:
         return f"Config({self.kwargs}, num_warps={self.num_warps}, num_stages={self.num_stages})"
 
 
-class Autotuner:
+class Autotuner(KernelInterface):
     """``@triton.autotune``: for each new key (the ``key`` arguments' values and the arguments' dtypes) every
     config is simulated on the launch's arguments and timed by the engine; the fastest is cached for the key and
     launched (Triton benchmarks each config on the GPU the same way).  See ``_autotune``."""
@@ -255,8 +317,12 @@ class Autotuner:
         self.post_hook = post_hook or (lambda kwargs, exception: 0)
         self.user_defined_pre_hook = pre_hook is not None
         self.user_defined_post_hook = post_hook is not None
-        self.warmup, self.rep, self.use_cuda_graph, self.cache_results = warmup, rep, use_cuda_graph, cache_results
+        self.use_cuda_graph, self.cache_results = use_cuda_graph, cache_results
         self.num_warmups, self.num_reps = warmup, rep
+        self._do_bench = do_bench
+        self.base_fn = fn
+        while hasattr(self.base_fn, "fn") and not isinstance(self.base_fn, types.FunctionType):
+            self.base_fn = self.base_fn.fn
         prune_configs_by = prune_configs_by or {}
         self.perf_model = prune_configs_by.get("perf_model")
         self.configs_top_k = prune_configs_by.get("top_k", 1.0)
@@ -270,11 +336,14 @@ class Autotuner:
     def __getitem__(self, grid):
         return functools.partial(self.run, grid=grid)
 
-    def run(self, *args, grid, **kwargs):
-        record = bool(_trace.launch_observers)
-        tr = execute(self, grid, args, kwargs, record=record, gpu=_session_gpu())
-        if tr is not None:
-            _trace.publish_launch(tr)
+    def run(self, *args, grid, warmup=False, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))
+        return _run(self, grid, args, kwargs)
+
+    def prune_configs(self, kwargs: dict) -> list:
+        """Triton's ``prune_configs``: ``early_config_prune`` then ``perf_model``'s top_k (on ``self.nargs``)."""
+        from ._autotune import _prune
+        return _prune(self, dict(getattr(self, "nargs", None) or {}), kwargs)
 
 
 def autotune(configs, key=None, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
@@ -285,7 +354,7 @@ def autotune(configs, key=None, prune_configs_by=None, reset_to_zero=None, resto
                                 cache_results=cache_results)
 
 
-class Heuristics:
+class Heuristics(KernelInterface):
     """``@triton.heuristics({"NAME": lambda args: ...})``: meta-parameters computed from the arguments."""
 
     _gpusim_frontend = "triton"
@@ -300,15 +369,20 @@ class Heuristics:
     def __getitem__(self, grid):
         return functools.partial(self.run, grid=grid)
 
-    def run(self, *args, grid, **kwargs):
-        record = bool(_trace.launch_observers)
-        tr = execute(self, grid, args, kwargs, record=record, gpu=_session_gpu())
-        if tr is not None:
-            _trace.publish_launch(tr)
+    def run(self, *args, grid, warmup=False, **kwargs):
+        return _run(self, grid, args, kwargs)
 
 
 def heuristics(values):
     return lambda fn: Heuristics(fn, getattr(fn, "arg_names", None), values)
 
+
+from ..errors import CompileError as CompilationError  # noqa: E402  (``triton.CompilationError``)
+
+# ``triton.runtime``'s names, as Triton exports them there too (``triton.runtime.Autotuner`` ...)
+for _n in ("Autotuner", "Config", "Heuristics", "autotune", "heuristics", "JITFunction", "KernelInterface",
+           "TensorWrapper", "reinterpret", "OutOfResources", "InterpreterError", "jit"):
+    setattr(runtime, _n, globals()[_n])
+del _n
 
 _launch.register_package(sys.modules[__name__])      # a kernel's ``triton`` global is rebound to this package

@@ -68,14 +68,25 @@ class CompiledKernel:
         spec = _launch.resolve(self.kernel)
         names = [p.name for p in spec.params]
         kwargs = {k: v for k, v in self.options.items() if k in _launch._META_KEYS}
-        # Triton's launcher takes every argument, constexprs too; a constexpr given here must match the warmup's
-        kw = dict(zip(names, args))
+        # Triton's launcher takes every argument, constexprs too; a constexpr given here must match the warmup's.
+        # Given only the other arguments (FlagGems' LibEntry relaunches so), the constexprs are the first launch's.
+        plain = [n for n in names if n not in spec.constexprs]
+        if len(args) < len(names) and len(args) == len(plain) and self._call is not None:
+            a0, k0 = self._call
+            first = dict(zip(names, a0))
+            first.update(k0)
+            kw = {n: first[n] for n in spec.constexprs if n in first}
+            kw.update(zip(plain, args))
+            kw.update({k: v for k, v in k0.items() if k in _launch._META_KEYS})
+        else:
+            kw = dict(zip(names, args))
         kw.update(kwargs)
         tr = _launch.execute(self.kernel, grid, [], kw, record=bool(_trace.launch_observers), gpu=self._gpu)
         if tr is not None:
             _trace.publish_launch(tr)
 
     _gpu = "h100"
+    _call = None           # (args, kwargs) of the launch that returned this kernel
 
     def __repr__(self):
         return (f"CompiledKernel({self.name}, n_regs={self.n_regs}, n_spills={self.n_spills}, "

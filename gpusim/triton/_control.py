@@ -517,6 +517,71 @@ def retire(d0: int = 0) -> bool:
     return st.retire()
 
 
+class HelperReturns:
+    """``return`` of a value in a JIT helper under a condition that differs between programs (as Triton inlines the
+    helper, each program gets the value of the ``return`` it reached): a program that returns stops executing the
+    helper (it is retired until the helper ends) and its value is kept; the helper returns when every program
+    that entered it has returned, or at its end.  A condition every program agrees on returns at once."""
+
+    __slots__ = ("d0", "retired0", "entry", "acc", "partial")
+
+    def __init__(self):
+        st = C.ST
+        self.d0 = len(st.masks)
+        self.retired0 = st.retired
+        self.entry = st.active()
+        self.acc = MISSING
+        self.partial = False
+
+    def give(self, v) -> bool:
+        """A ``return v`` under a condition: True when the helper returns now (then ``value()``)."""
+        st = C.ST
+        if not self.partial and len(st.masks) == self.d0:
+            self.acc = v
+            return True
+        a = st.active()
+        if a is None:
+            a = np.ones(st.P, bool)
+        if not a.any():
+            return False
+        self.acc = v if self.acc is MISSING else _merge_returned(a, v, self.acc)
+        self.partial = True
+        st.retired = a.copy() if st.retired is None else (st.retired | a)
+        st._update()
+        left = ~st.retired if self.entry is None else (self.entry & ~st.retired)
+        return not left.any()
+
+    def value(self):
+        if self.partial:
+            self._restore()
+        return self.acc
+
+    def finish(self, v):
+        """The helper's end (``return v`` at its top level, or falling off it: ``v`` None)."""
+        if not self.partial:
+            return v
+        st = C.ST
+        a = st.active()
+        if a is None or a.any():
+            self.acc = _merge_returned(np.ones(st.P, bool) if a is None else a, v, self.acc)
+        self._restore()
+        return self.acc
+
+    def _restore(self):
+        st = C.ST
+        del st.masks[self.d0:]
+        st.retired = self.retired0
+        st._update()
+
+
+def _merge_returned(mask, new, old):
+    if isinstance(new, tuple) and isinstance(old, tuple) and len(new) == len(old):
+        return tuple(_merge_returned(mask, n, o) for n, o in zip(new, old))
+    if new is None or old is None:
+        return new if old is None else old
+    return merge_values(mask, new, old)
+
+
 def check_return(d0: int):
     if len(C.ST.masks) > d0:
         fail(UnsupportedConstruct, "`return` of a value under a condition that differs between programs")

@@ -288,6 +288,37 @@ def _pointer_arg(x, name):
     raise UnsupportedConstruct(f"argument {name!r} of type {type(x).__name__} cannot be passed to a kernel")
 
 
+def _is_pointer_like(v) -> bool:
+    """Triton passes any object with ``data_ptr()`` and ``dtype`` as a pointer (FlagGems' ``StridedBuffer``)."""
+    return callable(getattr(v, "data_ptr", None)) and hasattr(v, "dtype") and not isinstance(v, (int, float))
+
+
+def _pointer_like_arg(x, name):
+    """A pointer-like object: its address inside the memory of an array or tensor it holds (``x._base``)."""
+    from ._buffers import _root_bytes
+    addr = int(x.data_ptr())
+    dt = x.dtype
+    if (type(dt).__module__ or "").startswith("torch"):
+        import torch
+        dt = C.bfloat16 if dt == torch.bfloat16 else C.dtype_of_numpy(torch.empty(0, dtype=dt).numpy().dtype)
+    elif isinstance(dt, np.dtype):
+        dt = C.dtype_of_numpy(dt)
+    else:
+        dt = _rebind(dt)
+    for v in vars(x).values() if hasattr(x, "__dict__") else ():
+        if not (isinstance(v, np.ndarray) or (type(v).__module__ or "").startswith("torch")) or not hasattr(v, "shape"):
+            continue
+        raw, host, _, owner = _root_bytes(v)
+        if host <= addr < host + raw.nbytes and isinstance(dt, C.dtype) and dt.np_storage is not None:
+            e = dt.itemsize
+            if (addr - host) % e:
+                break
+            view = raw[:raw.nbytes // e * e].view(dt.np_storage if dt is not C.bfloat16 else np.uint16)
+            return make_pointer_arg(view, (addr - host) // e, dt, name, owner)
+    raise UnsupportedConstruct(f"argument {name!r} of type {type(x).__name__}: its data_ptr() is not inside an array "
+                               "or tensor it holds, so gpusim cannot find its memory")
+
+
 def _reinterpreted_arg(x, name):
     """``triton.reinterpret(t, dtype)``: ``t``'s memory as a pointer to ``dtype``."""
     dt = _rebind(x.dtype)
@@ -400,6 +431,10 @@ def _kernel_values(spec: Spec, vals: dict):
         if isinstance(v, np.ndarray) or (type(v).__module__ or "").startswith("torch") or \
                 (type(v).__name__ == "TensorWrapper" and hasattr(v, "base")):
             t = _pointer_arg(v, p.name)
+            buffers.append(t.buf)
+            out[p.name] = t
+        elif _is_pointer_like(v):
+            t = _pointer_like_arg(v, p.name)
             buffers.append(t.buf)
             out[p.name] = t
         elif _is_host_descriptor(v):

@@ -263,3 +263,68 @@ def debug_barrier():
     st = C.state()
     if st.rec is not None:
         st.rec.barrier()
+
+
+def map_elementwise(scalar_fn, *args, pack=1, _semantic=None, _generator=None):
+    """``tl.map_elementwise(scalar_fn, *args, pack=1)``: ``scalar_fn`` (a JIT function) applied to each element of
+    the broadcast ``args`` (``pack`` consecutive elements per call), its control flow per element as Triton
+    compiles it into the map's region.  Run here with every element of every program as a program of its own;
+    the mapped function's instructions are not lowered one by one (each result costs one ALU op per element)."""
+    from ._launch import _Helper, _rebind
+    from ._state import IGNORED_CALLS, State
+    pack = int(C.unwrap(pack))
+    if pack < 1:
+        C.fail(C.CompileError, f"tl.map_elementwise: pack must be at least 1, not {pack}")
+    xs = [C.to_tensor(C.unwrap(a)) for a in args]
+    if not xs:
+        C.fail(C.CompileError, "tl.map_elementwise needs at least one tensor argument")
+    shape = C.broadcast_many(x.shape for x in xs)
+    st = C.state()
+    P = st.P
+    n = int(np.prod(shape)) if shape else 1
+    if n % pack:
+        C.fail(C.CompileError, f"tl.map_elementwise: {n} elements are not a multiple of pack={pack}")
+    g = n // pack
+    fn = _rebind(scalar_fn)
+    if not callable(fn):
+        C.fail(C.CompileError, f"tl.map_elementwise: {scalar_fn!r} is not a function")
+    if not isinstance(fn, _Helper) and hasattr(fn, "fn"):
+        fn = _Helper(fn.fn)
+    # one program per (program, group of pack elements); argument j of a call: element j of its group
+    vals = [np.broadcast_to(C.vshape(x, shape), (P,) + tuple(shape)).reshape(P, g, pack) for x in xs]
+    inner_args = [C.tensor(np.ascontiguousarray(v[:, :, j]).reshape(P * g), x.dtype, ())
+                  for x, v in zip(xs, vals) for j in range(pack)]
+    inner = State(pids=np.repeat(st.pids, g, axis=0), grid=st.grid, num_warps=st.num_warps,
+                  num_stages=st.num_stages, kernel_name=st.kernel_name, rec=None, probe=st.probe,
+                  buffers=st.buffers, first_program=st.first_program)
+    a = st.active()
+    if a is not None:
+        inner.push(np.repeat(a, g))
+    prev = C.ST
+    C.ST = inner
+    try:
+        res = fn(*inner_args)
+    finally:
+        C.ST = prev
+    single = not isinstance(res, tuple)
+    res = (res,) if single else tuple(res)
+    if len(res) % pack:
+        C.fail(C.CompileError, f"tl.map_elementwise: {scalar_fn.__name__} returned {len(res)} values, not a "
+                               f"multiple of pack={pack}")
+    outs = []
+    for i in range(len(res) // pack):
+        parts = [C.to_tensor(C.unwrap(r)) for r in res[i * pack:(i + 1) * pack]]
+        dt = parts[0].dtype
+        v = np.empty((P, g, pack), dt.np)
+        for j, r in enumerate(parts):
+            if r.shape:
+                C.fail(C.CompileError, f"tl.map_elementwise: {scalar_fn.__name__} must return scalars, not a tensor "
+                                       f"of shape {list(r.shape)}")
+            v[:, :, j] = np.broadcast_to(r.v.astype(dt.np, copy=False), (P * g,)).reshape(P, g)
+        out = C.tensor(v.reshape((P,) + tuple(shape)), dt, shape)
+        if st.rec is not None:
+            st.rec.alu(out, tuple(xs), "add")
+        outs.append(out)
+    IGNORED_CALLS.add("tl.map_elementwise: the mapped function runs per element; its instructions are costed as one "
+                      "ALU op per element and result, not lowered one by one")
+    return outs[0] if single else tuple(outs)

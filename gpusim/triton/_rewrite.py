@@ -47,6 +47,17 @@ def _assigned_names(stmts) -> list[str]:
     return names
 
 
+def _nested_return(stmts) -> bool:
+    """A ``return`` inside an ``if`` / loop of these statements (not of a nested function)."""
+    def inside(node) -> bool:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(node, ast.Return):
+            return True
+        return any(inside(ch) for ch in ast.iter_child_nodes(node))
+    return any(isinstance(s, (ast.If, ast.For, ast.While)) and inside(s) for s in stmts)
+
+
 def _call(func: str, args=(), keywords=()) -> ast.Call:
     parts = func.split(".")
     node: ast.expr = ast.Name(id=parts[0], ctx=ast.Load())
@@ -76,6 +87,7 @@ class _Rewriter(ast.NodeTransformer):
         self.filename = filename
         self.is_kernel = is_kernel
         self.depth_var = None
+        self.ret_var = None             # a helper with a `return` under a condition: its HelperReturns
 
     def _unsupported(self, node, what):
         raise UnsupportedConstruct(f"{what} is not supported in Triton kernels", file=self.filename,
@@ -85,15 +97,24 @@ class _Rewriter(ast.NodeTransformer):
     def rewrite_function(self, fdef: ast.FunctionDef) -> ast.FunctionDef:
         fdef.decorator_list = []
         self.depth_var = f"__g_d{_uid()}"
+        if not self.is_kernel and _nested_return(fdef.body):
+            self.ret_var = f"__g_r{_uid()}"
         body = self._block(fdef.body, nested=False)
         init = _assign(self.depth_var, _call("__g_rt.depth"))
         ast.copy_location(init, fdef.body[0] if fdef.body else fdef)
+        if self.ret_var is not None:
+            init = [init, ast.copy_location(_assign(self.ret_var, _call("__g_rt.HelperReturns")), init)]
+            if not body or not isinstance(body[-1], ast.Return):
+                body.append(ast.copy_location(ast.Return(value=_call(f"{self.ret_var}.finish", [_const(None)])),
+                                              fdef.body[-1]))
+        else:
+            init = [init]
         # keep a leading docstring in place
         if fdef.body and isinstance(fdef.body[0], ast.Expr) and isinstance(getattr(fdef.body[0], "value", None),
                                                                              ast.Constant):
-            fdef.body = [body[0], init] + body[1:]
+            fdef.body = [body[0]] + init + body[1:]
         else:
-            fdef.body = [init] + body
+            fdef.body = init + body
         return fdef
 
     def _block(self, stmts, nested: bool) -> list:
@@ -188,6 +209,12 @@ class _Rewriter(ast.NodeTransformer):
         return out
 
     def _return(self, s: ast.Return, nested: bool) -> list:
+        if self.ret_var is not None:
+            val = self.visit(s.value) if s.value is not None else _const(None)
+            if not nested:
+                return [ast.copy_location(ast.Return(value=_call(f"{self.ret_var}.finish", [val])), s)]
+            ret = ast.copy_location(ast.Return(value=_call(f"{self.ret_var}.value")), s)
+            return [ast.copy_location(ast.If(test=_call(f"{self.ret_var}.give", [val]), body=[ret], orelse=[]), s)]
         if not nested:
             return [self.visit(s)]
         if self.is_kernel and s.value is None:

@@ -63,6 +63,7 @@ interleave = _ops_tile.interleave
 flip = _ops_tile.flip
 gather = _ops_tile.gather_op
 histogram = _ops_tile.histogram
+map_elementwise = _ops_tile.map_elementwise
 
 
 def broadcast(input, other):
