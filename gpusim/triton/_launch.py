@@ -26,6 +26,7 @@ from . import _control
 from . import _core as C
 from . import _lower as L
 from . import _ops_descriptor as D
+from . import _ops_tile as _tile
 from . import _realcc
 from . import _rewrite
 from ._autotune import wrapper_kind
@@ -162,6 +163,10 @@ def _rebind(v):
     if isinstance(v, C.constexpr):
         return v.value
     return v
+
+
+# tl.map_elementwise calls helpers as the launcher does
+_tile.LAUNCHER.update(Helper=_Helper, rebind=_rebind)
 
 
 def build_globals(fn) -> dict:

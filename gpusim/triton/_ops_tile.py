@@ -265,13 +265,18 @@ def debug_barrier():
         st.rec.barrier()
 
 
+#: what map_elementwise needs from the launcher (its helper-function wrapper ``Helper`` and ``rebind``), set by
+#: ``_launch`` when it is imported (the launcher sits above the ops: they may not import it)
+LAUNCHER: dict = {}
+
+
 def map_elementwise(scalar_fn, *args, pack=1, _semantic=None, _generator=None):
     """``tl.map_elementwise(scalar_fn, *args, pack=1)``: ``scalar_fn`` (a JIT function) applied to each element of
     the broadcast ``args`` (``pack`` consecutive elements per call), its control flow per element as Triton
     compiles it into the map's region.  Run here with every element of every program as a program of its own;
     the mapped function's instructions are not lowered one by one (each result costs one ALU op per element)."""
-    from ._launch import _Helper, _rebind
     from ._state import IGNORED_CALLS, State
+    _Helper, _rebind = LAUNCHER["Helper"], LAUNCHER["rebind"]
     pack = int(C.unwrap(pack))
     if pack < 1:
         C.fail(C.CompileError, f"tl.map_elementwise: pack must be at least 1, not {pack}")
