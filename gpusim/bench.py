@@ -43,10 +43,31 @@ ALIASES = {
 }
 
 
+#: modules of the real triton package that are plain Python over torch (no compiler, no GPU): while gpusim stands in
+#: for triton they are loaded from the installed package's own file, when it is installed
+#: (tutorial 10: ``from triton.tools.mxfp import MXFP4Tensor``)
+REAL_PURE = {"triton.tools.mxfp": ("tools", "mxfp.py")}
+
+
+def _real_pure_spec(name: str):
+    """The spec of ``name`` (in ``REAL_PURE``) from the installed triton package's file, or None."""
+    import importlib.machinery
+    pkg = importlib.machinery.PathFinder.find_spec("triton")
+    if pkg is None or not pkg.submodule_search_locations:
+        return None
+    f = Path(list(pkg.submodule_search_locations)[0]).joinpath(*REAL_PURE[name])
+    return importlib.util.spec_from_file_location(name, f) if f.is_file() else None
+
+
 class _NoOtherTriton:
-    """While gpusim.triton stands in for triton, the real package's other modules are not importable."""
+    """While gpusim.triton stands in for triton, the real package's other modules are not importable (but for the
+    plain-Python ones of ``REAL_PURE``)."""
 
     def find_spec(self, name, path=None, target=None):
+        if name in REAL_PURE:
+            spec = _real_pure_spec(name)
+            if spec is not None:
+                return spec
         if (name == "triton" or name.startswith("triton.")) and name not in ALIASES:
             e = ImportError(f"{name}: not available under gpusim (gpusim.triton stands in for triton: "
                             f"{', '.join(sorted(ALIASES))})")

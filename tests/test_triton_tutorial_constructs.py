@@ -6,7 +6,9 @@ stores and a spin lock on atomics (tutorial 05), pointer tables cast from int64 
 too (``contract``: ``TRITON_INTERPRET=1`` in a subprocess, on the same kernel source)."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import math
 import json
 import os
 import subprocess
@@ -134,19 +136,90 @@ def test_builtin_abs_is_undefined_as_in_triton():
 def fp8_kernel(x_ptr, out_ptr, FP8: tl.constexpr):
     offs = tl.arange(0, 32)
     x = tl.load(x_ptr + offs)
-    if FP8 == tl.float8e5:              # a constexpr comparison (tutorial 06's fp8 branch): allowed
-        x = x.to(tl.float8e5)           # the conversion itself: refused
-    tl.store(out_ptr + offs, x + 1)
+    if FP8 == tl.float8e5:              # a constexpr comparison (tutorial 06's fp8 branch)
+        x = x.to(tl.float8e5)           # fp32 -> E5M2: round to nearest even, saturating
+    tl.store(out_ptr + offs, x + 1)     # fp8 + 1 is computed in fp8 (Triton's computation type)
 
 
-def test_fp8_types_compare_but_are_refused_where_used():
-    x = RNG.random(32, dtype=np.float32)
+@triton.jit
+def fp8_legacy_kernel(x_ptr, out_ptr):
+    offs = tl.arange(0, 32)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(tl.float8e4b15))
+
+
+def _e5m2(v):
+    """E5M2 rounding written out: 2 mantissa bits, ties to even, subnormals 2^-16 apart, saturating at 57344."""
+    out = []
+    for x in np.asarray(v, np.float64):
+        a = abs(x)
+        if a < 2.0 ** -14:
+            step = 2.0 ** -16
+        else:
+            step = 2.0 ** (math.floor(math.log2(a)) - 2)
+        q = a / step
+        r = math.floor(q)
+        if q - r > 0.5 or (q - r == 0.5 and r % 2 == 1):
+            r += 1
+        out.append(math.copysign(min(r * step, 57344.0), x))
+    return np.array(out, np.float32)
+
+
+def test_fp8_e5m2_conversion_and_arithmetic_round_as_the_hopper_does():
+    x = np.array([0.0, 1.0, 1.125, 1.375, 3.0, 1e-6, 2.0 ** -16 * 1.5, 2.0 ** -16 * 2.5, 60000.0, -1e9, 0.1, -7.3]
+                 + list(RNG.standard_normal(20)), np.float32)
     out = np.zeros(32, np.float32)
     fp8_kernel[(1,)](x, out, tl.float16)
     assert np.array_equal(out, x + 1)
-    with pytest.raises(UnsupportedConstruct, match=r"tl\.float8e5 \(fp8\) is not supported") as e:
-        fp8_kernel[(1,)](x, out, tl.float8e5)
+    fp8_kernel[(1,)](x, out, tl.float8e5)
+    assert np.array_equal(out, _e5m2(_e5m2(x) + 1))
+    assert out[1] == 2.0 and out[2] == 2.0 and out[3] == 2.5          # 1.125 -> 1.0 (tie to even), 1.375 -> 1.5
+    assert out[8] == 57344.0 and out[9] == -57344.0                    # satfinite, not inf
+
+
+def test_fp8_formats_of_other_gpus_are_refused_where_used():
+    x = RNG.random(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    with pytest.raises(UnsupportedConstruct, match=r"tl\.float8e4b15 is not supported by gpusim") as e:
+        fp8_legacy_kernel[(1,)](x, out)
     assert e.value.line > 0 and e.value.file.endswith("test_triton_tutorial_constructs.py")
+
+
+@triton.jit
+def fp8_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    c = tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c.to(tl.float16))
+
+
+def _fp8_bytes(fmt, v):
+    from gpusim.triton._dtypes import float8e4nv, float8e5
+    return (float8e5 if fmt == "e5m2" else float8e4nv).encode(np.asarray(v, np.float32))
+
+
+@pytest.mark.parametrize("fa,fb", [("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e4m3", "e5m2")])
+def test_fp8_dot_products_in_fp32_from_the_stored_bytes(fa, fb):
+    """tl.dot of fp8 operands (any E4M3/E5M2 pair, as Triton allows) from raw fp8 bytes (a uint8 array
+    reinterpreted as fp8): the product of the decoded values in fp32, rounded to fp16 at the store; on the H100 a
+    wgmma of k = 32 (QGMMA) at the fp8 tensor rate."""
+    from gpusim.api import trace_kernel
+    from gpusim.triton._dtypes import float8e4nv, float8e5
+    fmt = {"e4m3": float8e4nv, "e5m2": float8e5}
+    M, N, K = 64, 32, 64
+    a = _fp8_bytes(fa, RNG.standard_normal((M, K)) * 4)
+    b = _fp8_bytes(fb, RNG.standard_normal((K, N)))
+    c = np.zeros((M, N), np.float16)
+    fp8_dot_kernel[(1,)](triton.reinterpret(a, fmt[fa]), triton.reinterpret(b, fmt[fb]), c, M, N, K, num_warps=4)
+    ref = fmt[fa].decode(a).astype(np.float64) @ fmt[fb].decode(b).astype(np.float64)
+    assert np.allclose(c.astype(np.float64), ref.astype(np.float16).astype(np.float64), rtol=2e-3, atol=2e-3)
+    tr = trace_kernel(fp8_dot_kernel, (1,), triton.reinterpret(a, fmt[fa]), triton.reinterpret(b, fmt[fb]), c,
+                      M, N, K, gpu="h100", num_warps=4)
+    mma = [op for t in tr.tables for op in t.ops if op.mma_dtype]
+    assert mma and all(op.mma_dtype == "fp8" and op.label.startswith("QGMMA.64x") and "x32.F32" in op.label
+                       for op in mma)
 
 
 @triton.jit
@@ -796,13 +869,16 @@ y = torch.empty_like(x)
 copy_kernel[(1,)](x, y, 100, BLOCK=128)
 print("copy ok", bool((x == y).all()))
 copy_kernel[(1,)](x.to(torch.float8_e5m2), y, 100, BLOCK=128)
+print("fp8 copy ok", bool((y == x.to(torch.float8_e5m2).float()).all()))
+copy_kernel[(1,)](x.to(torch.float8_e4m3fnuz), y, 100, BLOCK=128)
 '''
 
 
 def test_tutorial_host_calls_profiler_cublas_and_fp8_arguments(tmp_path, capsys):
     """Tutorial 09's host side: ``triton.profiler`` (proton) sessions and scopes run as no-ops, the cuBLAS handle
-    of ``triton._C.libtriton`` computes its reference product on the host, and an fp8 tensor argument (tutorial
-    03's fp8 section) is refused in one line at the launch's line, not an internal error."""
+    of ``triton._C.libtriton`` computes its reference product on the host, an fp8 tensor argument (tutorial
+    03's fp8 section) is read as its format's bytes, and an fp8 format the H100 does not have is refused in one
+    line at the launch's line, not an internal error."""
     pytest.importorskip("torch")
     from gpusim.cli import main
     f = tmp_path / "tutorial_host.py"
@@ -812,9 +888,46 @@ def test_tutorial_host_calls_profiler_cublas_and_fp8_arguments(tmp_path, capsys)
     assert "copy ok True" in cap.out
     err = float(next(ln for ln in cap.out.splitlines() if ln.startswith("blas err")).split()[2])
     assert err < 0.05
-    line = next(i for i, ln in enumerate(_TUTORIAL_HOST_SCRIPT.splitlines(), 1) if "float8_e5m2" in ln)
-    assert f"{f}:{line}: argument 'x_ptr' is a torch.float8_e5m2 tensor: tl.float8e5 (fp8) is not supported" in cap.err
+    assert "fp8 copy ok True" in cap.out
+    line = next(i for i, ln in enumerate(_TUTORIAL_HOST_SCRIPT.splitlines(), 1) if "float8_e4m3fnuz" in ln)
+    assert (f"{f}:{line}: argument 'x_ptr' is a torch.float8_e4m3fnuz tensor: the H100's fp8 formats are "
+            "float8_e5m2 (tl.float8e5) and float8_e4m3fn (tl.float8e4nv)") in cap.err
     assert "internal error" not in cap.err
+
+
+_MXFP_SCRIPT = '''
+import torch
+import triton
+import triton.language as tl
+from triton.tools.mxfp import MXScaleTensor
+
+
+@triton.jit
+def scale_kernel(x_ptr, s_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * tl.load(s_ptr + offs))
+
+
+s = MXScaleTensor(data=torch.tensor([127, 128, 126, 130] * 8, dtype=torch.uint8)).to(torch.float32)
+x = torch.ones(32, device="cuda")
+out = torch.empty_like(x)
+scale_kernel[(1,)](x, s, out, BLOCK=32)
+print("mxfp scales", out[:4].tolist(), s[:4].tolist(), bool((out == s).all()))
+'''
+
+
+def test_a_script_uses_the_installed_tritons_plain_python_tools(tmp_path, capsys):
+    """``triton.tools.mxfp`` (tutorial 10's microscaling helpers, plain Python over torch) comes from the installed
+    triton package while gpusim stands in for triton; the kernel reads the scales it decoded."""
+    pytest.importorskip("torch")
+    if importlib.util.find_spec("triton") is None or not hasattr(importlib.import_module("triton"), "jit"):
+        pytest.skip("the real triton package is not installed")
+    from gpusim.cli import main
+    f = tmp_path / "mxfp_script.py"
+    f.write_text(_MXFP_SCRIPT)
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("mxfp scales"))
+    assert line.endswith("True") and "[64.0, 128.0, 64.0, 128.0]" in line
 
 
 def test_a_script_imports_its_siblings_and_torchs_own_errors_are_the_scripts(tmp_path, capsys):

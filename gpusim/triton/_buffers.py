@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedConstruct
 from ..trace import first_fit
-from ._dtypes import bfloat16, dtype, float16, to_compute
+from ._dtypes import ROUNDED, dtype, to_compute
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -71,7 +71,7 @@ class Buffer:
     def take(self, idx: np.ndarray) -> np.ndarray:
         """Values at element indices ``idx`` (all in bounds), in the compute dtype."""
         dt = self.dtype
-        if dt is float16 or dt is bfloat16:
+        if dt in ROUNDED:
             if self.shadow is None:
                 self.reads += idx.size
                 if self.reads > self.n + self.n // 2:          # re-read: convert the whole buffer once

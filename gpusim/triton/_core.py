@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from . import _axisinfo as AI
 from ._buffers import Buffer
-from ._dtypes import (ALL_DTYPES, _dispatch_binop, bfloat16, block_type, constexpr, dtype, dtype_of_numpy, float16,
+from ._dtypes import (ALL_DTYPES, ROUNDED, _dispatch_binop, bfloat16, block_type, constexpr, dtype, dtype_of_numpy, float16,
                       float32, float64, int1, int8, int16, int32, int64, pointer_type, round_tf32, round_to,
                       to_compute, to_storage, uint8, uint16, uint32, uint64, unsupported_dtype, unwrap)
 from ._state import State, user_line, user_site
@@ -284,6 +284,8 @@ def computation_type(a: dtype, a_scalar: bool, b: dtype, b_scalar: bool, div_or_
         return float32 if div_or_mod else bfloat16
     if a is bfloat16 or b is bfloat16:
         return float32
+    if a.is_fp8() and b.is_fp8():
+        return a if a == b else float16
     if not a.is_int() or not b.is_int():
         fail(CompileError, f"unexpected type {a} and {b}")
     if div_or_mod and a.is_int_signed() != b.is_int_signed():
@@ -491,7 +493,7 @@ def binary(op: str, a, b) -> tensor | Any:
             rdt = int1
         else:
             fail(UnsupportedConstruct, f"unsupported binary operation {op}")
-    if rdt in (float16, bfloat16):
+    if rdt in ROUNDED:
         v = round_to(rdt, v)
     out = tensor(v, rdt, shape)
     note_numel(shape)
@@ -532,7 +534,7 @@ def unary_np(x: tensor, f, kind: str, out_dt: dtype | None = None) -> tensor:
     dt = out_dt or x.dtype
     with np.errstate(all="ignore"):
         v = f(x.v)
-    if dt in (float16, bfloat16):
+    if dt in ROUNDED:
         v = round_to(dt, v)
     elif dt.np is not None and v.dtype != dt.np:
         v = v.astype(dt.np)
@@ -682,7 +684,7 @@ def cast(x, dt, bitcast=False, fp_downcast_rounding=None) -> tensor:
                 v = x.v != 0
             elif dt.is_floating():
                 v = x.v.astype(dt.np)
-                if dt in (float16, bfloat16):
+                if dt in ROUNDED:
                     v = round_to(dt, v)
             else:
                 if src.is_floating():

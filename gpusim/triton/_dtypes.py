@@ -64,6 +64,24 @@ class dtype:
     def is_fp64(self):
         return self.name == "fp64"
 
+    def is_fp8(self):
+        return self.name.startswith("fp8")
+
+    def is_fp8e4nv(self):
+        return self.name == "fp8e4nv"
+
+    def is_fp8e5(self):
+        return self.name == "fp8e5"
+
+    def is_fp8e4b15(self):
+        return self.name == "fp8e4b15"
+
+    def is_fp8e4b8(self):
+        return self.name == "fp8e4b8"
+
+    def is_fp8e5b16(self):
+        return self.name == "fp8e5b16"
+
     def is_block(self):
         return False
 
@@ -73,7 +91,7 @@ class dtype:
 
     @property
     def fp_mantissa_width(self):
-        return {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}.get(self.name, 0)
+        return {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52, "fp8e5": 2, "fp8e4nv": 3}.get(self.name, 0)
 
     @property
     def scalar(self):
@@ -132,30 +150,107 @@ float32 = dtype("fp32", 32, "f", np.float32, np.float32)
 float64 = dtype("fp64", 64, "f", np.float64, np.float64)
 
 
+class fp8_dtype(dtype):
+    """An OCP fp8 format the H100 executes (``tl.float8e5`` = E5M2, ``tl.float8e4nv`` = E4M3FN): values computed as
+    float32 on the format's grid, stored as its byte.  ``exp_bits``/``man_bits``: the fields; ``bias``; ``inf``:
+    whether the format has infinities (E5M2) or not (E4M3FN: its top code is NaN).  Conversions into it round to
+    nearest even and saturate to the largest finite value (PTX ``cvt.rn.satfinite``, what Triton emits on sm_90)."""
+
+    def __init__(self, long_name: str, name: str, exp_bits: int, man_bits: int, bias: int, inf: bool):
+        super().__init__(name, 8, "f", np.float32, np.uint8)
+        self.long_name = long_name
+        self.man_bits = man_bits
+        codes = np.arange(256, dtype=np.int64)
+        sign = np.where(codes & 0x80, -1.0, 1.0)
+        e = (codes >> man_bits) & ((1 << exp_bits) - 1)
+        m = codes & ((1 << man_bits) - 1)
+        sub = e == 0
+        val = np.where(sub, m * 2.0 ** (1 - bias - man_bits), (1 + m / (1 << man_bits)) * 2.0 ** (e - bias))
+        top = (1 << exp_bits) - 1
+        if inf:
+            val = np.where((e == top) & (m == 0), np.inf, val)
+            val = np.where((e == top) & (m != 0), np.nan, val)
+        else:
+            val = np.where((e == top) & (m == (1 << man_bits) - 1), np.nan, val)
+        #: code -> value (float32), the decode table
+        self.table = (sign * val).astype(np.float32)
+        pos = self.table[:128]
+        finite = np.isfinite(pos)
+        #: the positive finite values in code order (increasing), for encoding
+        self.pos_values = pos[finite]
+        self.max_finite = float(self.pos_values[-1])
+        self.min_normal = 2.0 ** (1 - bias)
+        self.sub_step = 2.0 ** (1 - bias - man_bits)
+
+    def round(self, v: np.ndarray) -> np.ndarray:
+        """float32 values -> the nearest value of this format (ties to even, saturating), kept as float32."""
+        v = np.ascontiguousarray(v, np.float32)
+        a = np.abs(v)
+        drop = 23 - self.man_bits
+        with np.errstate(all="ignore"):
+            u = np.minimum(a, np.float32(self.max_finite * 2)).view(np.uint32)
+            half = np.uint32((1 << (drop - 1)) - 1)
+            r = ((u + half + ((u >> np.uint32(drop)) & np.uint32(1))) >> np.uint32(drop) << np.uint32(drop))
+            r = r.view(np.float32)
+            sub = a < self.min_normal
+            if sub.any():
+                r = r.copy()
+                r[sub] = (np.rint(a[sub] / self.sub_step) * self.sub_step).astype(np.float32)
+            r = np.minimum(r, np.float32(self.max_finite))
+            out = np.copysign(r, v).astype(np.float32)
+        nan = np.isnan(v)
+        if nan.any():
+            out[nan] = np.nan
+        return out
+
+    def encode(self, v: np.ndarray) -> np.ndarray:
+        """Values (float32, rounded to this format or not) -> their bytes."""
+        r = self.round(v)
+        a = np.abs(r)
+        code = np.searchsorted(self.pos_values, a).astype(np.uint8)
+        code |= np.signbit(r).astype(np.uint8) << np.uint8(7)
+        nan = np.isnan(r)
+        if nan.any():
+            code[nan] = 0x7F
+        return code
+
+    def decode(self, b: np.ndarray) -> np.ndarray:
+        return self.table[np.asarray(b).view(np.uint8)]
+
+    def __repr__(self):
+        return f"triton.language.{self.long_name}"
+
+
 class unsupported_dtype(dtype):
-    """A Triton type gpusim does not execute (the fp8 formats): comparisons work (``dtype == tl.float8e5`` in a
-    constexpr branch), any use in a cast, a constant, a pointer type or an argument is refused naming it."""
+    """A Triton type gpusim does not execute (the fp8 formats of other GPUs: float8e4b15, float8e4b8, float8e5b16):
+    comparisons work (``dtype == tl.float8e4b15`` in a constexpr branch), any use in a cast, a constant, a pointer
+    type or an argument is refused naming it."""
 
     def __init__(self, long_name: str, name: str, bits: int):
         super().__init__(name, bits, "f", None, None)
         self.long_name = long_name
 
     def why(self) -> str:
-        return (f"tl.{self.long_name} (fp8) is not supported by gpusim: its tensor-core and conversion paths are not "
-                "modelled; use tl.float16 or tl.bfloat16")
+        return (f"tl.{self.long_name} is not supported by gpusim: an fp8 format the H100's tensor cores do not take "
+                "(use tl.float8e5 or tl.float8e4nv)")
 
     def __repr__(self):
         return f"triton.language.{self.long_name}"
 
 
-float8e5 = unsupported_dtype("float8e5", "fp8e5", 8)
-float8e4nv = unsupported_dtype("float8e4nv", "fp8e4nv", 8)
+float8e5 = fp8_dtype("float8e5", "fp8e5", 5, 2, 15, inf=True)
+float8e4nv = fp8_dtype("float8e4nv", "fp8e4nv", 4, 3, 7, inf=False)
 float8e4b15 = unsupported_dtype("float8e4b15", "fp8e4b15", 8)
 float8e4b8 = unsupported_dtype("float8e4b8", "fp8e4b8", 8)
 float8e5b16 = unsupported_dtype("float8e5b16", "fp8e5b16", 8)
+FP8 = (float8e5, float8e4nv)
+
+#: the float types kept as float32 values on a coarser grid (rounded after every operation)
+ROUNDED = (float16, bfloat16, float8e5, float8e4nv)
 
 _LONG = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
-ALL_DTYPES = [int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64]
+ALL_DTYPES = [int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64,
+              float8e5, float8e4nv]
 _BY_NP = {np.dtype(np.bool_): int1, np.dtype(np.int8): int8, np.dtype(np.int16): int16, np.dtype(np.int32): int32,
           np.dtype(np.int64): int64, np.dtype(np.uint8): uint8, np.dtype(np.uint16): uint16,
           np.dtype(np.uint32): uint32, np.dtype(np.uint64): uint64, np.dtype(np.float16): float16,
@@ -297,6 +392,8 @@ def round_to(dt: dtype, v: np.ndarray) -> np.ndarray:
         return round_f16(v)
     if dt is bfloat16:
         return round_bf16(v)
+    if isinstance(dt, fp8_dtype):
+        return dt.round(v)
     return v
 
 
@@ -306,6 +403,8 @@ def to_compute(dt: dtype, raw: np.ndarray) -> np.ndarray:
         return bf16_from_bits(raw.view(np.uint16) if raw.dtype.itemsize == 2 else raw)
     if dt is float16:
         return raw.astype(np.float32)
+    if isinstance(dt, fp8_dtype):
+        return dt.decode(raw)
     return raw
 
 
@@ -314,4 +413,6 @@ def to_storage(dt: dtype, v: np.ndarray) -> np.ndarray:
         return bf16_bits(v)
     if dt is float16:
         return np.asarray(v, np.float32).astype(np.float16)
+    if isinstance(dt, fp8_dtype):
+        return dt.encode(v)
     return np.asarray(v).astype(dt.np_storage, copy=False)

@@ -278,17 +278,17 @@ def _pointer_arg(x, name):
         if x.device.type != "cpu":
             raise UnsupportedConstruct(f"argument {name!r}: only CPU torch tensors can be simulated "
                                        f"(got device {x.device})")
-        if "float8" in str(x.dtype):
-            fp8 = {"torch.float8_e5m2": tl.float8e5, "torch.float8_e4m3fn": tl.float8e4nv}.get(str(x.dtype))
-            raise LaunchError(f"argument {name!r} is a {x.dtype} tensor: "
-                              + (fp8.why() if fp8 is not None else "fp8 is not supported by gpusim"))
+        fp8 = {"torch.float8_e5m2": tl.float8e5, "torch.float8_e4m3fn": tl.float8e4nv}.get(str(x.dtype))
+        if fp8 is None and "float8" in str(x.dtype):
+            raise LaunchError(f"argument {name!r} is a {x.dtype} tensor: the H100's fp8 formats are float8_e5m2 "
+                              "(tl.float8e5) and float8_e4m3fn (tl.float8e4nv)")
         elem = x.element_size()
         storage = x.untyped_storage()
         n = storage.nbytes() // elem
-        view_dt = torch.int16 if x.dtype == torch.bfloat16 else x.dtype
+        view_dt = torch.int16 if x.dtype == torch.bfloat16 else torch.uint8 if fp8 is not None else x.dtype
         base = torch.empty(0, dtype=view_dt).set_(storage, 0, (n,), (1,))
         flat = base.numpy()
-        dt = C.bfloat16 if x.dtype == torch.bfloat16 else C.dtype_of_numpy(flat.dtype)
+        dt = C.bfloat16 if x.dtype == torch.bfloat16 else fp8 if fp8 is not None else C.dtype_of_numpy(flat.dtype)
         return make_pointer_arg(flat, int(x.storage_offset()), dt, name, None)
     raise UnsupportedConstruct(f"argument {name!r} of type {type(x).__name__} cannot be passed to a kernel")
 

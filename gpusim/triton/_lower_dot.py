@@ -51,7 +51,7 @@ class DotLowering:
             acc.src = self._cost(K.MATERIALIZE, acc_regs * (2 if twice else 1), (), line)
             deps_acc = [acc.src]
         key = f"{file.rsplit('/', 1)[-1]}:{line}"
-        if dt in ("fp32", "fp64") or dt not in ("fp16", "bf16", "tf32", "int8", "uint8"):
+        if dt in ("fp32", "fp64") or dt not in ("fp16", "bf16", "tf32", "int8", "uint8", "fp8e5", "fp8e4nv"):
             # FMA dot: operands staged in shared memory, each thread reads a row of A and a column of B
             wpc = (W, 1)
             ops = self._stage_group([a, b], line)
@@ -105,7 +105,8 @@ class DotLowering:
             deps += self._smem_operands(smem, line)
             desc = self._cost(K.WGMMA, 1, (), line)
             self._cost(K.WGMMA_PER_INST, n_inst, [desc], line)
-            label = f"HGMMA.64x{n}x{k}.F32" + ("" if dt == "fp16" else f".{dt.upper()}")
+            label = (f"QGMMA.64x{n}x{k}.F32.{_FP8_SASS[dt]}" if dt in _FP8_SASS else
+                     f"HGMMA.64x{n}x{k}.F32" + ("" if dt == "fp16" else f".{dt.upper()}"))
             op = self._emit(OpKind.MMA, Pipe.TENSOR, n_inst, deps, flops=flops, mma_dtype=_mma_key(dt),
                             label=label, line=line)
             # each wgmma reads its B (n x k) and, unless A is in registers, its A (64 x k) from shared memory: k
@@ -116,7 +117,7 @@ class DotLowering:
                                     "wgmma_per_warp": n_inst, "a_operand": "registers" if a_in_regs else "shared"}
             version = 3
         else:
-            kk = {"fp16": 16, "bf16": 16, "tf32": 8, "int8": 32, "uint8": 32}[dt]
+            kk = {"fp16": 16, "bf16": 16, "tf32": 8, "int8": 32, "uint8": 32, "fp8e5": 32, "fp8e4nv": 32}[dt]
             if chained:
                 wpc = (W, 1)
             else:
@@ -155,7 +156,8 @@ class DotLowering:
                 self._staged[("ldsm", id(x))] = (weakref.ref(x), ld)
                 deps.append(ld)
             label = "HMMA.16816.F32" + ("" if dt == "fp16" else f".{dt.upper()}") if kk == 16 else \
-                "HMMA.1688.F32.TF32" if dt == "tf32" else "IMMA.16832.S32.S8"
+                "HMMA.1688.F32.TF32" if dt == "tf32" else \
+                f"QMMA.16832.F32.{_FP8_SASS[dt]}" if dt in _FP8_SASS else "IMMA.16832.S32.S8"
             op = self._emit(OpKind.MMA, Pipe.TENSOR, n_inst, deps, flops=flops, mma_dtype=_mma_key(dt),
                             label=label, line=line)
             instr = (16, 8, kk)
@@ -227,5 +229,10 @@ class DotLowering:
         return deps + [b]
 
 
+#: the SASS name of an fp8 operand type (QGMMA / QMMA take fp8 operands)
+_FP8_SASS = {"fp8e5": "E5M2", "fp8e4nv": "E4M3"}
+
+
 def _mma_key(dt: str) -> str:
-    return {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "int8": "int8", "uint8": "int8"}.get(dt, dt)
+    return {"fp16": "fp16", "bf16": "bf16", "tf32": "tf32", "int8": "int8", "uint8": "int8", "fp8e5": "fp8",
+            "fp8e4nv": "fp8"}.get(dt, dt)

@@ -1,5 +1,6 @@
 """Functional semantics of ``tl.dot``: float32 products (tf32-rounded inputs for fp32 unless
-``input_precision="ieee"``, three passes for tf32x3) with fp32 accumulation, int8 in int32, batched over the
+``input_precision="ieee"``, three passes for tf32x3; fp8 values are exact in float32) with fp32 accumulation (the
+H100's fp8 wgmma accumulates with fewer bits than fp32: not modelled), int8 in int32, batched over the
 programs of a chunk with ``np.matmul`` on one BLAS thread.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ._core import bfloat16, fail, float16, float32, float64, int32, tensor, to_
 # dot
 # ---------------------------------------------------------------------------------------------------------
 
-_DOT_TYPES = ("int8", "uint8", "fp16", "bf16", "fp32", "fp64")
+_DOT_TYPES = ("int8", "uint8", "fp16", "bf16", "fp32", "fp64", "fp8e5", "fp8e4nv")
 
 
 class _OneBlasThread:
@@ -77,7 +78,7 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise
     for t, n in ((a, "lhs"), (b, "rhs")):
         if t.dtype.name not in _DOT_TYPES:
             fail(CompileError, f"tl.dot: unsupported {n} dtype {t.dtype!r}")
-    if a.dtype != b.dtype:
+    if a.dtype != b.dtype and not (a.dtype.is_fp8() and b.dtype.is_fp8()):     # (any fp8 x fp8 pair is allowed)
         fail(CompileError, f"tl.dot: both operands must be same dtype. Got {a.dtype} and {b.dtype}")
     ra, rb = len(a.shape), len(b.shape)
     if not (ra == rb == 2 or ra == rb == 3):

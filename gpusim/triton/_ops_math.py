@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from . import _axisinfo as AI
 from . import _core as C
-from ._core import bfloat16, binary, cast, fail, float16, float32, int1, tensor, to_tensor, unwrap, vshape
+from ._core import bfloat16, binary, cast, fail, float32, int1, tensor, to_tensor, unwrap, vshape
 from ._ops_reduce import reduce_max, reduce_sum
 
 
@@ -109,7 +109,7 @@ def fma(x, y, z):
     with np.errstate(all="ignore"):
         v = (vshape(xs[0], shape).astype(np.float64) * vshape(xs[1], shape) + vshape(xs[2], shape))
     v = v.astype(r.dtype.np)
-    if r.dtype in (float16, bfloat16):
+    if r.dtype in C.ROUNDED:
         v = C.round_to(r.dtype, v)
     out = tensor(v, r.dtype, shape)
     if rec is not None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
 from . import _core as C
-from ._core import bfloat16, binary, cast, fail, float16, int1, tensor, to_tensor, unwrap, vshape
+from ._core import bfloat16, binary, cast, fail, int1, tensor, to_tensor, unwrap, vshape
 from ._ops_tile import arange
 
 
@@ -418,7 +418,7 @@ def atomic(op: str, pointer, val, mask=None, sem=None, scope=None, cmp=None):
         _invalidate_aliases(buf)
         if not np.array_equal(flat[sel_o], raw_before):
             st.write_epoch += 1
-    if elt in (float16, bfloat16):
+    if elt in C.ROUNDED:
         old = C.round_to(elt, old)
     if st.atomic_log is not None:
         a = st.active()

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import CompileError
 from . import _core as C
-from ._core import bfloat16, cast, fail, float16, float32, int32, tensor, to_tensor, unwrap
+from ._core import bfloat16, cast, fail, float32, int32, tensor, to_tensor, unwrap
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -47,7 +47,7 @@ def _reduce_finish(x: tensor, axis: int, v: np.ndarray, dt, keep_dims, kind) -> 
         v = np.expand_dims(v, axis + 1)
     else:
         del shape[axis]
-    if dt in (float16, bfloat16):
+    if dt in C.ROUNDED:
         v = C.round_to(dt, v.astype(np.float32))
     elif dt.np is not None and v.dtype != dt.np:
         v = v.astype(dt.np)
@@ -176,7 +176,7 @@ def _scan(input, axis, reverse, f, dtype, kind):
         r = f(v, axis=axis + 1, dtype=dt.np)
     if unwrap(reverse):
         r = np.flip(r, axis + 1)
-    if dt in (float16, bfloat16):
+    if dt in C.ROUNDED:
         r = C.round_to(dt, r)
     out = tensor(np.ascontiguousarray(r), dt, x.shape)
     st = C.ST

@@ -24,7 +24,7 @@ from . import _ops_tile
 from ._core import tensor
 from ._dtypes import (bfloat16, block_type, constexpr, dtype, float16, float32, float64, int1, int8, int16, int32,
                       int64, pointer_type, uint8, uint16, uint32, uint64)
-from ._dtypes import float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16  # noqa: F401  (refused when used)
+from ._dtypes import float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16  # noqa: F401  (e4b15, e4b8, e5b16 refused where used)
 void = None
 from ._ops_tile import TRITON_MAX_TENSOR_NUMEL  # noqa: E402
 
