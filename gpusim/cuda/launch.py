@@ -38,6 +38,7 @@ from ..occupancy import max_coresident_ctas
 from ..errors import CooperativeLaunchTooLarge
 from .memory import ADDRESS_SPACE, as_device_storage
 from .random import xoroshiro128p_dtype as _RNG_DTYPE
+from .records import RecordRef, record_dtype_ok
 
 #: padded threads per chunk (tunable): bigger chunks mean fewer, larger numpy operations
 CHUNK_THREADS = 1 << 20
@@ -142,12 +143,19 @@ def _wrap_arg(ck, name, a):
         return R.V(np.complex128(a) if isinstance(a, complex) else a, (), False)
     if isinstance(a, tuple):
         return tuple(_wrap_arg(ck, f"{name}[{i}]", x) for i, x in enumerate(a))
+    if isinstance(a, np.void) and a.dtype.names is not None:
+        # a record (``arr[0]`` of a structured array): numba-cuda copies it to the device and back, so the kernel
+        # reads and writes its bytes; here a 1-element record array over them
+        if not record_dtype_ok(a.dtype):
+            raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: record dtype {a.dtype} has fields numba "
+                              "cannot type")
+        st = np.asarray(a).reshape(1)
+        return RecordRef(R.GlobalArray(name, st, ADDRESS_SPACE.address_of(st)), (R.V(np.int64(0), (), True),))
     st = as_device_storage(a)
     if st is None:
         raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: unsupported type {type(a).__name__}")
-    if st.dtype.kind not in "biufc" and st.dtype != _RNG_DTYPE:
-        raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: dtype {st.dtype} is not supported"
-                          + (" (record arrays: only the cuda.random generator states)" if st.dtype.names else ""))
+    if st.dtype.kind not in "biufc" and st.dtype != _RNG_DTYPE and not (st.dtype.names and record_dtype_ok(st.dtype)):
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: dtype {st.dtype} is not supported")
     return R.GlobalArray(name, st, ADDRESS_SPACE.address_of(st))
 
 

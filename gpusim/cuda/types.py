@@ -138,6 +138,16 @@ class Record(Type):
         return Array(self, ndim, layout)
 
 
+class NestedArray(Type):
+    """An array field of a record (numba's ``NestedArray``): ``nestedarray(uint8, (5,))``."""
+
+    def __init__(self, dtype: Type, shape: tuple):
+        self.dtype = dtype
+        self.shape = tuple(int(s) for s in shape)
+        self.ndim = len(self.shape)
+        self.name = f"nestedarray({dtype}, {self.shape})"
+
+
 class CPointer(Type):
     """``CPointer(dtype)``: a raw pointer argument (launched with a device address, e.g.
     ``x.__cuda_array_interface__["data"][0]``); indexed like a 1-d array of ``dtype``."""
@@ -195,6 +205,8 @@ def from_dtype(dt) -> Type:
     dt = np.dtype(dt)
     if dt.names is not None:
         return Record(dt)
+    if dt.subdtype is not None:                 # a nested array field of a record: ('u1', (5,))
+        return NestedArray(from_dtype(dt.subdtype[0]), dt.subdtype[1])
     t = _BY_DTYPE.get(dt)
     if t is None:
         raise TypeError(f"dtype {dt} has no numba type here")
