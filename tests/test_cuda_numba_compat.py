@@ -5,6 +5,7 @@ numba-cuda's documentation examples (numba_cuda/numba/cuda/tests/doc_examples), 
 Each feature is checked against numpy / analytic values and numba's host-side reference; the ``contract`` tests
 run the same kernels under numba's own CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, in a subprocess).
 """
+import cmath
 import math
 import os
 import subprocess
@@ -826,3 +827,78 @@ def test_record_field_errors_name_file_and_line():
     with pytest.raises(CompileError) as e:
         k[1, 1](np.zeros(2, _REC))
     assert "Unknown attribute 'zz'" in str(e.value) and f"{__file__}:" in str(e.value)
+
+
+def test_array_view_dtype_reinterprets_bytes():
+    @cuda.jit
+    def k(b, start, stop, out, f, g):
+        i = cuda.grid(1)
+        out[i] = b[start + 4 * i:stop + 4 * i].view(np.int32)[0]     # a per-thread slice, then viewed
+        w = b.view(np.uint32)
+        g[i] = f[i].view(np.int32) + w[i] - w[i]
+        sm = cuda.shared.array(32, np.uint8)
+        sm[i] = i
+        cuda.syncthreads()
+        if i == 0:
+            out[8] = sm.view(np.int32)[1]
+
+    b = np.arange(64, dtype=np.uint8)
+    out = np.zeros(9, np.int64)
+    f = np.linspace(-3, 3, 8).astype(np.float32)
+    g = np.zeros(8, np.int32)
+    k[1, 8](b, 4, 8, out, f, g)
+    assert list(out[:8]) == [int(b[4 + 4 * i:8 + 4 * i].view(np.int32)[0]) for i in range(8)]
+    assert out[8] == np.arange(8, dtype=np.uint8).view(np.int32)[1]
+    np.testing.assert_array_equal(g, f.view(np.int32))
+
+    @cuda.jit
+    def bad(b, out):
+        out[0] = b[1:4].view(np.int32)[0]
+
+    with pytest.raises(CompileError) as e:
+        bad[1, 1](b, out)
+    assert "new type not compatible with array" in str(e.value) and f"{__file__}:" in str(e.value)
+
+
+def test_complex_array_parts_are_views_and_atomics_reach_them():
+    @cuda.jit
+    def k(z):
+        i = cuda.grid(1)
+        cuda.atomic.add(z.real, i % 4, 1)
+        cuda.atomic.add(z.imag, i % 4, 2)
+
+    z = np.zeros(4, np.complex128)
+    k[1, 32](z)
+    np.testing.assert_array_equal(z, np.full(4, 8 + 16j))
+
+
+def test_nextafter_log_base_and_signed_zero_complex():
+    @cuda.jit
+    def k(x, y, r, z, w, c):
+        i = cuda.grid(1)
+        r[i] = math.nextafter(x[i], y[i])
+        w[i] = cmath.log(z[i], 2.0)
+        c[i] = complex(*cmath.polar(z[i]))
+
+    x = np.linspace(-2, 2, 8).astype(np.float32)
+    y = np.full(8, 5, np.float32)
+    r = np.zeros(8, np.float32)
+    z = np.array([1 + 1j, -1 - 1j, 2j, np.inf - 1j, 3, -0.5j, 1e-3, 7 - 7j])
+    w = np.zeros(8, np.complex128)
+    c = np.zeros(8, np.complex128)
+    k[1, 8](x, y, r, z, w, c)
+    np.testing.assert_array_equal(r, np.nextafter(x, y))
+    np.testing.assert_allclose(w, [cmath.log(v, 2.0) for v in z], rtol=1e-14)
+    for got, v in zip(c, z):
+        ref = complex(*cmath.polar(v))
+        assert got == ref and math.copysign(1, got.imag) == math.copysign(1, ref.imag), (v, got, ref)
+
+
+def test_deprecated_jit_keywords_are_refused_as_numba_refuses_them():
+    with pytest.raises(Exception) as e:
+        cuda.jit(argtypes=[cuda.types.float32[:]])(lambda a: None)
+    assert type(e.value).__name__ == "DeprecationError"
+    assert str(e.value) == ("Deprecated keyword argument `argtypes`. Signatures should be passed as the first "
+                            "positional argument.")
+    with pytest.raises(NotImplementedError, match="bounds checking is not supported for CUDA"):
+        cuda.jit(boundscheck=True)

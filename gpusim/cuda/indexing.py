@@ -103,6 +103,10 @@ class Indexing:
                 return obj.dtype
             if name == "itemsize":
                 return const(obj.dtype.itemsize)
+            if name in ("real", "imag") and obj.dtype.kind == "c":
+                return self.complex_parts_view(obj, name, line)
+            if name == "real":                   # of a real array: the array itself (numba)
+                return obj
             raise self._err(UnsupportedConstruct, f"array attribute .{name}", line)
         if type(obj) is V:
             if name in ("real", "imag") and np.asarray(obj.v).dtype.kind == "c":

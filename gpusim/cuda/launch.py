@@ -515,6 +515,15 @@ class _Launcher:
         launch(self.kernel, self.grid, self.block, args, self.shared)
 
 
+class DeprecationError(LaunchError):
+    """numba's ``numba.core.errors.DeprecationError``: a deprecated ``cuda.jit`` keyword (argtypes, restype,
+    bind), refused at the decorator's line."""
+
+
+class _NotImplementedOption(LaunchError, NotImplementedError):
+    """numba-cuda's NotImplementedError for a ``cuda.jit`` option it refuses (``boundscheck=True``)."""
+
+
 def jit(func_or_sig=None, device=False, **options):
     """``@cuda.jit``, ``@cuda.jit(...)``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(device=True)``.
 
@@ -522,6 +531,13 @@ def jit(func_or_sig=None, device=False, **options):
     A signature (a string ``"void(float32[:], int32)"``, ``void(float32[:])``, a tuple of argument types
     ``(int32[:, ::1],)`` or a list of them) compiles the kernel eagerly and keys ``kernel.overloads``.
     """
+    for kw in ("argtypes", "restype", "bind"):
+        if options.get(kw) is not None:
+            # numba-cuda refuses the pre-0.50 keyword signatures at the decorator, with this message
+            raise DeprecationError(f"Deprecated keyword argument `{kw}`. Signatures should be passed as the first "
+                                   "positional argument.")
+    if options.get("boundscheck"):
+        raise _NotImplementedOption("bounds checking is not supported for CUDA")
     if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)) \
             and not isinstance(func_or_sig, (nbtypes.Type, nbtypes.Signature)):
         return Kernel(func_or_sig, device=device, **options)

@@ -304,6 +304,14 @@ class ExpressionRewriter:
                 self.ns[name] = cf.fn
                 return ast.Call(func=_load(name), args=[_load("_rt")] + star,
                                 keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
+            if kind in ("mathfn", "cmathfn") or tag == ("builtin", "complex"):
+                # math.atan2(*t), complex(*cmath.polar(z)): the tuple's elements are the arguments
+                star = [ast.Starred(value=self.expr(a.value), ctx=ast.Load()) if isinstance(a, ast.Starred)
+                        else self.expr(a) for a in n.args]
+                fn = {"mathfn": "math", "cmathfn": "cmath"}.get(kind)
+                if fn is None:
+                    return _rt("make_complex", ast.Tuple(elts=star, ctx=ast.Load()), _c(line))
+                return _rt(fn, _c(tag[1]), ast.Tuple(elts=star, ctx=ast.Load()), _c(line))
             raise self.unsupported("starred arguments", n)
         if kind == "extern":
             ext = tag[1]

@@ -84,6 +84,13 @@ class Scalar(Type):
     def bitwidth(self) -> int:
         return self.dtype.itemsize * 8
 
+    @property
+    def underlying_float(self) -> "Scalar":
+        """A complex type's float type (numba's ``Complex.underlying_float``)."""
+        if self.dtype.kind != "c":
+            raise AttributeError(f"{self.name} has no underlying_float (not a complex type)")
+        return float32 if self.dtype.itemsize == 8 else float64
+
 
 class NoneType(Type):
     """``void`` / ``none``: the return type of kernels."""
