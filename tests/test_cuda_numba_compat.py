@@ -902,3 +902,36 @@ def test_deprecated_jit_keywords_are_refused_as_numba_refuses_them():
                             "positional argument.")
     with pytest.raises(NotImplementedError, match="bounds checking is not supported for CUDA"):
         cuda.jit(boundscheck=True)
+
+
+def test_shape_tuple_of_local_constants_and_device_array_methods():
+    @cuda.jit
+    def k(a, out):
+        TPB = 4
+        s = cuda.shared.array(shape=(TPB, TPB), dtype=np.float32)
+        x, y = cuda.grid(2)
+        s[x, y] = a[x, y]
+        cuda.syncthreads()
+        out[x, y] = s[y, x]
+
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    d = cuda.to_device(a)
+    out = cuda.device_array((4, 4), np.float32)
+    k[1, (4, 4)](d, out)
+    np.testing.assert_array_equal(out.copy_to_host(), a.T)
+    np.testing.assert_array_equal(out.transpose().copy_to_host(), a)
+    assert out.view(np.int32).copy_to_host().dtype == np.int32
+    parts = cuda.to_device(np.arange(10)).split(4)
+    assert [len(p) for p in parts] == [4, 4, 2] and parts[1].getitem(0) == 4
+
+
+def test_cudadrv_devicearray_imports_under_the_stand_in(tmp_path):
+    from gpusim.cuda.stand_in import numba_cuda_is_gpusim
+    pytest.importorskip("numba")
+    src = tmp_path / "uses_cudadrv.py"
+    src.write_text("from numba.cuda.cudadrv.devicearray import DeviceNDArray\nfrom numba import cuda\n"
+                   "import numpy as np\nd = cuda.to_device(np.zeros(3))\nOK = isinstance(d, DeviceNDArray)\n")
+    import runpy
+    with numba_cuda_is_gpusim():
+        g = runpy.run_path(str(src))
+    assert g["OK"]

@@ -202,7 +202,19 @@ class ExpressionRewriter:
 
     def _local_constant(self, e):
         """The value of ``e`` when it is a local name the function assigns once, from a constant (``N = 100``, a
-        tuple of them): numba types it as a literal, which an array's shape may be; else None."""
+        tuple of them, or a tuple of such names: ``(TPB, TPB)``): numba types it as a literal, which an array's
+        shape may be; else None."""
+        if isinstance(e, ast.Tuple):
+            parts = []
+            for x in e.elts:
+                try:
+                    v = self.static_eval(x)
+                except CompileError:
+                    v = self._local_constant(x)
+                if not isinstance(v, int) or isinstance(v, bool):
+                    return None
+                parts.append(v)
+            return tuple(parts)
         if not isinstance(e, ast.Name) or e.id in self.params:
             return None
         stores = [n for n in ast.walk(self.fdef) if isinstance(n, ast.Name) and n.id == e.id
