@@ -935,3 +935,21 @@ def test_cudadrv_devicearray_imports_under_the_stand_in(tmp_path):
     with numba_cuda_is_gpusim():
         g = runpy.run_path(str(src))
     assert g["OK"]
+
+
+def test_shared_array_of_an_arguments_dtype_and_const_array_like_of_an_argument():
+    @cuda.jit
+    def k(x, w, out):
+        s = cuda.shared.array(32, dtype=x.dtype)     # compiled per argument dtype, as numba-cuda compiles it
+        c = cuda.const.array_like(w)                 # an argument: numba-cuda returns it unchanged
+        i = cuda.threadIdx.x
+        s[i] = x[i]
+        cuda.syncthreads()
+        out[i] = s[31 - i] * c[i % 4]
+
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    for dt, base in ((np.float32, 0.25), (np.int64, 2 ** 40 + 1)):    # neither survives the other's type
+        x = (np.arange(32) + base).astype(dt)
+        out = np.zeros(32)
+        k[1, 32](x, w, out)
+        np.testing.assert_array_equal(out, x[::-1].astype(np.float64) * w[np.arange(32) % 4])

@@ -67,6 +67,15 @@ class Indexing:
             self._shared[("const", id(ary))] = a
         return a
 
+    def const_array_like(self, obj, line):
+        """``cuda.const.array_like(a)`` of a runtime array (an argument): the array itself, as numba-cuda lowers
+        it."""
+        if not isinstance(obj, ARRAYS):
+            from .values import kind_name
+            raise self._err(CompileError, f"No implementation of function cuda.const.array_like for "
+                            f"({kind_name(obj)}): it takes an array", line)
+        return obj
+
     def global_device(self, dev, name, line) -> GlobalArray:
         """A global device array read by the kernel: numba captures its pointer (not its contents), so the
         kernel sees the array as it is at launch, and may write it."""

@@ -33,7 +33,7 @@ from . import realcc
 from .realcc import varargs_packed
 from . import runtime as R
 from . import types as nbtypes
-from .compiler import compile_kernel, unwrap
+from .compiler import NeedsArgDtypes, compile_kernel, unwrap
 from ..occupancy import max_coresident_ctas
 from ..errors import CooperativeLaunchTooLarge
 from .memory import ADDRESS_SPACE, as_device_storage
@@ -222,7 +222,7 @@ def _registers(ck, L, args) -> tuple[int, dict]:
 def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max_registers=None):
     """Execute a launch functionally; return its KernelTrace when ``record`` (else None)."""
     cfg = load_gpu(gpu if gpu is not None else DEFAULT_GPU)
-    ck = compile_kernel(kernel)
+    ck = compile_kernel(kernel, list(args))
     g3 = _dim3(grid, "grid")
     b3 = _dim3(block, "block")
     dyn = int(shared_bytes or 0)
@@ -404,7 +404,10 @@ class Kernel:
         for sg in self.signatures:
             self.overloads[sg.args] = _Overload(self, sg)
         if self.signatures and not self.device:
-            compile_kernel(self)             # an eager signature compiles now: source errors surface here
+            try:
+                compile_kernel(self)         # an eager signature compiles now: source errors surface here
+            except NeedsArgDtypes:           # compiled per argument dtypes: at the launch
+                pass
 
     @property
     def specialized(self) -> bool:

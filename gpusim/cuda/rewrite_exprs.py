@@ -230,6 +230,19 @@ class ExpressionRewriter:
         ok = isinstance(v, int) or (isinstance(v, tuple) and all(isinstance(x, int) for x in v))
         return v if ok and not isinstance(v, bool) else None
 
+    def _param_dtype(self, e):
+        """The dtype of ``a.dtype`` where ``a`` is a kernel argument (numba types it as the argument's dtype, a
+        compile-time value): known when the kernel is compiled per argument dtypes (``compiler.NeedsArgDtypes``
+        asks for that), else None."""
+        if not (isinstance(e, ast.Attribute) and e.attr == "dtype" and isinstance(e.value, ast.Name)
+                and self.kind == "kernel" and e.value.id in self.params and e.value.id not in self.bound):
+            return None
+        from .compiler import NeedsArgDtypes
+        pd = self.ctx.param_dtypes
+        if pd is None:
+            raise NeedsArgDtypes(e.value.id)
+        return pd.get(e.value.id)
+
     def _array_decl(self, n, space):
         args = {}
         names = ["shape", "dtype"]
@@ -261,7 +274,7 @@ class ExpressionRewriter:
         try:
             dt = self.static_eval(args["dtype"])
         except CompileError:
-            dt = None
+            dt = self._param_dtype(args["dtype"])
         if isinstance(dt, str):                 # numba takes a dtype's name: cuda.shared.array(4, "float32")
             try:
                 dt = np.dtype(dt)
@@ -490,7 +503,11 @@ class ExpressionRewriter:
             if len(n.args) != 1:
                 raise self.compile_error("cuda.const.array_like takes one array", n)
             tag = self.static(n.args[0])
-            if tag is None or tag[0] != "array":
+            if tag is None:
+                # an argument or local array: numba-cuda's lowering returns it unchanged (only a global array is
+                # copied into the constant bank, at compile time)
+                return _rt("const_array_like", self.expr(n.args[0]), _c(line))
+            if tag[0] != "array":
                 raise self.compile_error("cuda.const.array_like needs a global numpy array", n)
             return _rt("global_const", self.k(tag[1]), _c(ast.unparse(n.args[0])), _c(line))
         if path == ("cg", "this_grid"):
