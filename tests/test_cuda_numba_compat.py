@@ -953,3 +953,22 @@ def test_shared_array_of_an_arguments_dtype_and_const_array_like_of_an_argument(
         out = np.zeros(32)
         k[1, 32](x, w, out)
         np.testing.assert_array_equal(out, x[::-1].astype(np.float64) * w[np.arange(32) % 4])
+
+
+def test_for_loop_over_a_list_display():
+    @cuda.jit
+    def k(a, out):
+        i = cuda.grid(1)
+        s = 0.0
+        for j in [1, 2, 4, 8]:          # numba-cuda iterates the display (no list is built)
+            s += a[(i + j) % 32] * j
+        for v in [a[i], 2.0 * a[i]]:
+            s += v
+        out[i] = s
+
+    a = np.arange(32, dtype=np.float64)
+    out = np.zeros(32)
+    k[1, 32](a, out)
+    i = np.arange(32)
+    ref = sum(a[(i + j) % 32] * j for j in (1, 2, 4, 8)) + 3 * a
+    np.testing.assert_array_equal(out, ref)
