@@ -5,6 +5,7 @@ numba-cuda's documentation examples (numba_cuda/numba/cuda/tests/doc_examples), 
 Each feature is checked against numpy / analytic values and numba's host-side reference; the ``contract`` tests
 run the same kernels under numba's own CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, in a subprocess).
 """
+import cmath
 import math
 import os
 import subprocess
@@ -19,7 +20,7 @@ import numba_compat_kernels as K
 from gpusim import cuda
 from gpusim import trace as trace_mod
 from gpusim.cuda import random as grandom
-from gpusim.errors import CooperativeLaunchTooLarge, UnsupportedConstruct
+from gpusim.errors import CompileError, CooperativeLaunchTooLarge, UnsupportedConstruct
 from gpusim.timing import run as engine_run
 from gpusim.trace import OpKind
 
@@ -338,9 +339,10 @@ def test_unsupported_constructs_name_file_line_and_fix():
     def bad_record(states, out):
         out[0] = states[0]
 
-    with pytest.raises(UnsupportedConstruct) as e:
+    with pytest.raises(CompileError) as e:           # numba: no setitem(array(float64), int64, Record)
         bad_record[1, 1](grandom.create_xoroshiro128p_states(4, 1), np.zeros(4))
-    assert "record array" in str(e.value) and "cuda.random" in str(e.value)
+    assert "No implementation of function setitem(array(float64, 1d), int64, Record(s0[type=uint64" \
+        in str(e.value) and f"{__file__}:" in str(e.value)
 
     @cuda.jit
     def bad_host_rng(out):
@@ -759,3 +761,214 @@ def test_a_kernel_a_script_builds_with_exec_from_a_template_runs(tmp_path, capsy
     '''))
     assert main(["run", str(src), "--compiler", "builtin"]) == 0
     assert "max err 0.0" in capsys.readouterr().out
+
+
+# ---- record (structured dtype) arrays -------------------------------------------------------------------------------
+
+_REC = np.dtype([("x", np.float64), ("n", np.int32), ("h", np.float32, (2,)), ("c", np.complex64)], align=True)
+
+
+def test_record_arrays_fields_read_written_and_copied():
+    @cuda.jit
+    def k(a, out):
+        i = cuda.grid(1)
+        if i < a.size:
+            r = a[i]
+            out[i] = a[i].x + a[i]["n"] + r.h[1]
+            r.x = r.x * 2
+            a[i]["n"] += 1
+            r.h[0] = i
+            if i % 2 == 0:
+                a[i].c = 1j * i
+
+    @cuda.jit
+    def copy(a, i, j):
+        a[i] = a[j]
+
+    a = np.zeros(8, _REC)
+    a["x"] = np.arange(8) / 4
+    a["n"] = np.arange(8) * 3
+    a["h"][:, 1] = np.arange(8) + 0.5
+    ref = a.copy()
+    out = np.zeros(8)
+    k[1, 8](a, out)
+    np.testing.assert_array_equal(out, ref["x"] + ref["n"] + ref["h"][:, 1])
+    ref["x"] *= 2
+    ref["n"] += 1
+    ref["h"][:, 0] = np.arange(8)
+    ref["c"][::2] = 1j * np.arange(0, 8, 2)
+    np.testing.assert_array_equal(a, ref)
+    copy[1, 1](a, 2, 5)
+    ref[2] = ref[5]
+    np.testing.assert_array_equal(a, ref)
+
+
+def test_record_argument_is_written_back_and_typed_as_numba():
+    @cuda.jit
+    def k(r, out):
+        out[0] = r.x + r["h"][1]
+        r.n = 7
+        r["h"] = 2.5               # every element of the nested array
+
+    a = np.zeros(3, _REC)
+    a[1]["x"], a[1]["h"][1] = 1.5, 0.25
+    out = np.zeros(1)
+    k[1, 1](a[1], out)
+    assert out[0] == 1.75 and a[1]["n"] == 7 and list(a[1]["h"]) == [2.5, 2.5] and a[0]["n"] == 0
+    t = cuda.types.from_dtype(np.dtype([("d", np.uint8, (5,))]))
+    assert str(t) == "Record(d[type=nestedarray(uint8, (5,));offset=0];5;False)"
+
+
+def test_record_field_errors_name_file_and_line():
+    @cuda.jit
+    def k(a):
+        a[0].zz = 1
+
+    with pytest.raises(CompileError) as e:
+        k[1, 1](np.zeros(2, _REC))
+    assert "Unknown attribute 'zz'" in str(e.value) and f"{__file__}:" in str(e.value)
+
+
+def test_array_view_dtype_reinterprets_bytes():
+    @cuda.jit
+    def k(b, start, stop, out, f, g):
+        i = cuda.grid(1)
+        out[i] = b[start + 4 * i:stop + 4 * i].view(np.int32)[0]     # a per-thread slice, then viewed
+        w = b.view(np.uint32)
+        g[i] = f[i].view(np.int32) + w[i] - w[i]
+        sm = cuda.shared.array(32, np.uint8)
+        sm[i] = i
+        cuda.syncthreads()
+        if i == 0:
+            out[8] = sm.view(np.int32)[1]
+
+    b = np.arange(64, dtype=np.uint8)
+    out = np.zeros(9, np.int64)
+    f = np.linspace(-3, 3, 8).astype(np.float32)
+    g = np.zeros(8, np.int32)
+    k[1, 8](b, 4, 8, out, f, g)
+    assert list(out[:8]) == [int(b[4 + 4 * i:8 + 4 * i].view(np.int32)[0]) for i in range(8)]
+    assert out[8] == np.arange(8, dtype=np.uint8).view(np.int32)[1]
+    np.testing.assert_array_equal(g, f.view(np.int32))
+
+    @cuda.jit
+    def bad(b, out):
+        out[0] = b[1:4].view(np.int32)[0]
+
+    with pytest.raises(CompileError) as e:
+        bad[1, 1](b, out)
+    assert "new type not compatible with array" in str(e.value) and f"{__file__}:" in str(e.value)
+
+
+def test_complex_array_parts_are_views_and_atomics_reach_them():
+    @cuda.jit
+    def k(z):
+        i = cuda.grid(1)
+        cuda.atomic.add(z.real, i % 4, 1)
+        cuda.atomic.add(z.imag, i % 4, 2)
+
+    z = np.zeros(4, np.complex128)
+    k[1, 32](z)
+    np.testing.assert_array_equal(z, np.full(4, 8 + 16j))
+
+
+def test_nextafter_log_base_and_signed_zero_complex():
+    @cuda.jit
+    def k(x, y, r, z, w, c):
+        i = cuda.grid(1)
+        r[i] = math.nextafter(x[i], y[i])
+        w[i] = cmath.log(z[i], 2.0)
+        c[i] = complex(*cmath.polar(z[i]))
+
+    x = np.linspace(-2, 2, 8).astype(np.float32)
+    y = np.full(8, 5, np.float32)
+    r = np.zeros(8, np.float32)
+    z = np.array([1 + 1j, -1 - 1j, 2j, np.inf - 1j, 3, -0.5j, 1e-3, 7 - 7j])
+    w = np.zeros(8, np.complex128)
+    c = np.zeros(8, np.complex128)
+    k[1, 8](x, y, r, z, w, c)
+    np.testing.assert_array_equal(r, np.nextafter(x, y))
+    np.testing.assert_allclose(w, [cmath.log(v, 2.0) for v in z], rtol=1e-14)
+    for got, v in zip(c, z):
+        ref = complex(*cmath.polar(v))
+        assert got == ref and math.copysign(1, got.imag) == math.copysign(1, ref.imag), (v, got, ref)
+
+
+def test_deprecated_jit_keywords_are_refused_as_numba_refuses_them():
+    with pytest.raises(Exception) as e:
+        cuda.jit(argtypes=[cuda.types.float32[:]])(lambda a: None)
+    assert type(e.value).__name__ == "DeprecationError"
+    assert str(e.value) == ("Deprecated keyword argument `argtypes`. Signatures should be passed as the first "
+                            "positional argument.")
+    with pytest.raises(NotImplementedError, match="bounds checking is not supported for CUDA"):
+        cuda.jit(boundscheck=True)
+
+
+def test_shape_tuple_of_local_constants_and_device_array_methods():
+    @cuda.jit
+    def k(a, out):
+        TPB = 4
+        s = cuda.shared.array(shape=(TPB, TPB), dtype=np.float32)
+        x, y = cuda.grid(2)
+        s[x, y] = a[x, y]
+        cuda.syncthreads()
+        out[x, y] = s[y, x]
+
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    d = cuda.to_device(a)
+    out = cuda.device_array((4, 4), np.float32)
+    k[1, (4, 4)](d, out)
+    np.testing.assert_array_equal(out.copy_to_host(), a.T)
+    np.testing.assert_array_equal(out.transpose().copy_to_host(), a)
+    assert out.view(np.int32).copy_to_host().dtype == np.int32
+    parts = cuda.to_device(np.arange(10)).split(4)
+    assert [len(p) for p in parts] == [4, 4, 2] and parts[1].getitem(0) == 4
+
+
+def test_cudadrv_devicearray_imports_under_the_stand_in(tmp_path):
+    from gpusim.cuda.stand_in import numba_cuda_is_gpusim
+    pytest.importorskip("numba")
+    src = tmp_path / "uses_cudadrv.py"
+    src.write_text("from numba.cuda.cudadrv.devicearray import DeviceNDArray\nfrom numba import cuda\n"
+                   "import numpy as np\nd = cuda.to_device(np.zeros(3))\nOK = isinstance(d, DeviceNDArray)\n")
+    import runpy
+    with numba_cuda_is_gpusim():
+        g = runpy.run_path(str(src))
+    assert g["OK"]
+
+
+def test_shared_array_of_an_arguments_dtype_and_const_array_like_of_an_argument():
+    @cuda.jit
+    def k(x, w, out):
+        s = cuda.shared.array(32, dtype=x.dtype)     # compiled per argument dtype, as numba-cuda compiles it
+        c = cuda.const.array_like(w)                 # an argument: numba-cuda returns it unchanged
+        i = cuda.threadIdx.x
+        s[i] = x[i]
+        cuda.syncthreads()
+        out[i] = s[31 - i] * c[i % 4]
+
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    for dt, base in ((np.float32, 0.25), (np.int64, 2 ** 40 + 1)):    # neither survives the other's type
+        x = (np.arange(32) + base).astype(dt)
+        out = np.zeros(32)
+        k[1, 32](x, w, out)
+        np.testing.assert_array_equal(out, x[::-1].astype(np.float64) * w[np.arange(32) % 4])
+
+
+def test_for_loop_over_a_list_display():
+    @cuda.jit
+    def k(a, out):
+        i = cuda.grid(1)
+        s = 0.0
+        for j in [1, 2, 4, 8]:          # numba-cuda iterates the display (no list is built)
+            s += a[(i + j) % 32] * j
+        for v in [a[i], 2.0 * a[i]]:
+            s += v
+        out[i] = s
+
+    a = np.arange(32, dtype=np.float64)
+    out = np.zeros(32)
+    k[1, 32](a, out)
+    i = np.arange(32)
+    ref = sum(a[(i + j) % 32] * j for j in (1, 2, 4, 8)) + 3 * a
+    np.testing.assert_array_equal(out, ref)

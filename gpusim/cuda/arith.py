@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from . import costs as C_
 from .valnum import log2_const, numbered, operand_key, provenance, remember
-from .values import (ARRAYS, BOOL, EMPTY, F32, F64, I32, I64, U32, U64, ArrayView, V, _fix, _union, arith_type,
+from .values import (ARRAYS, BOOL, EMPTY, F16, F32, F64, I32, I64, U32, U64, ArrayView, V, _fix, _union, arith_type,
                      const, short, unify)
 
 
@@ -100,6 +100,7 @@ _MATH: dict = {
     "degrees": (1, np.degrees, "same"), "radians": (1, np.radians, "same"),
     "pow": (2, np.power, "same"), "atan2": (2, np.arctan2, "same"), "hypot": (2, np.hypot, "same"),
     "fmod": (2, np.fmod, "same"), "copysign": (2, np.copysign, "same"),
+    "nextafter": (2, np.nextafter, "same"),
     "cbrt": (1, np.cbrt, "same"), "rsqrt": (1, lambda x: 1 / np.sqrt(x), "same"),
     "remainder": (2, lambda x, y: np.asarray(np.frompyfunc(_safe2(math.remainder), 2, 1)(x, y), np.float64),
                   "same"),
@@ -135,6 +136,14 @@ _FP16: dict = {
 }
 FP16_FUNCTIONS = frozenset(_FP16)
 
+def _complex(re, im):
+    """re + i im, the signs of zeros kept (``re + 1j * im`` loses an imaginary -0.0)."""
+    re, im = np.broadcast_arrays(np.asarray(re, np.float64), np.asarray(im, np.float64))
+    z = np.empty(re.shape, np.complex128)
+    z.real, z.imag = re, im
+    return z
+
+
 #: ``cmath`` functions: name -> (arguments, numpy body, result: complex / real / bool / pair)
 _CMATH: dict = {
     **{n: (1, getattr(np, m), "complex") for n, m in (
@@ -142,10 +151,40 @@ _CMATH: dict = {
         ("tan", "tan"), ("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"), ("sinh", "sinh"),
         ("cosh", "cosh"), ("tanh", "tanh"), ("asinh", "arcsinh"), ("acosh", "arccosh"), ("atanh", "arctanh"))},
     "phase": (1, np.angle, "real"), "polar": (1, lambda z: (np.abs(z), np.angle(z)), "pair"),
-    "rect": (2, lambda r, phi: r * np.cos(phi) + 1j * r * np.sin(phi), "complex"),
+    "rect": (2, lambda r, phi: _complex(r * np.cos(phi), r * np.sin(phi)), "complex"),
     "isnan": (1, np.isnan, "bool"), "isinf": (1, np.isinf, "bool"), "isfinite": (1, np.isfinite, "bool"),
 }
 CMATH_FUNCTIONS = frozenset(_CMATH)
+
+
+def _cmath_special(fn, xs, r):
+    """``r`` with the lanes whose inputs are infinite or NaN, or whose zero result has a sign to get right,
+    recomputed by Python's ``cmath`` (numba-cuda's cmath follows CPython's tables of special values, where
+    numpy's functions differ: cmath.exp(-inf-infj) is 0j, not -0j; cmath.rect(0.0, -1.0) is 0-0j)."""
+    import cmath as _cm
+    fin = np.ones(np.broadcast_shapes(*(np.shape(x) for x in xs)), bool)
+    for x in xs:
+        fin = fin & np.isfinite(x)
+    if fn == "rect":
+        fin = fin & (np.asarray(xs[0]) != 0) & (np.asarray(xs[1]) != 0)
+    if fin.all():
+        return r
+    py = getattr(_cm, fn)
+    if isinstance(r, tuple):
+        outs = [np.array(p, copy=True) for p in np.broadcast_arrays(*r)]
+    else:
+        outs = [np.array(np.broadcast_to(r, fin.shape), copy=True)]
+    bx = [np.broadcast_to(x, fin.shape) for x in xs]
+    for pos in zip(*np.nonzero(~fin)):
+        try:
+            v = py(*(complex(b[pos]) if fn != "rect" else float(b[pos]) for b in bx))
+        except (ValueError, OverflowError):
+            v = (complex(np.nan, np.nan),) * len(outs) if len(outs) > 1 else complex(np.nan, np.nan)
+        for o, val in zip(outs, v if isinstance(v, tuple) else (v,)):
+            o[pos] = val
+    if isinstance(r, tuple):
+        return tuple(o if np.ndim(p) else o[()] for o, p in zip(outs, r))
+    return outs[0] if np.ndim(r) else outs[0][()]
 
 
 #: numba's (``operator`` module's) names of the bitwise operators, for messages
@@ -567,11 +606,13 @@ class Arith:
         correctly rounded division); the math functions in float32 (the hardware's are approximations)."""
         nargs, fn, key = self._function_spec(_FP16, "cuda.fp16", name, args, line)
         vs = [self._val(a, line) for a in args]
-        for v in vs:
-            if np.asarray(v.v).dtype != np.float16:
-                raise self._err(CompileError, f"No implementation of function cuda.fp16.{name} for "
-                                f"({', '.join(str(np.asarray(x.v).dtype) for x in vs)}) (numba-cuda takes float16)",
-                                line)
+        if any(np.asarray(v.v).dtype.kind not in "iuf" for v in vs):
+            raise self._err(CompileError, f"No implementation of function cuda.fp16.{name} for "
+                            f"({', '.join(str(np.asarray(x.v).dtype) for x in vs)}) (numba-cuda takes float16)",
+                            line)
+        # other numbers are converted to float16 as numba-cuda's overload resolution converts them
+        # (cuda.fp16.hmul(h, 2), hadd(h, x_float32))
+        vs = [v if np.asarray(v.v).dtype == np.float16 else self.cast(v, F16, line) for v in vs]
         with np.errstate(all="ignore"):
             r = fn(*[np.asarray(v.v, np.float64) for v in vs])
         r = np.asarray(r)
@@ -598,8 +639,8 @@ class Arith:
             raise self._err(CompileError, "complex(re, im) of complex parts (numba takes real numbers)", line)
         re_ = vs[0].v
         im = vs[1].v if len(vs) > 1 else 0.0
-        r = (np.asarray(re_, np.complex128) + 1j * np.asarray(im, np.float64)) if np.asarray(re_).dtype.kind != "c" \
-            else np.asarray(re_, np.complex128)
+        # the parts set directly: re + 1j * im would lose an imaginary -0.0 and make complex(1.0, inf) nan+infj
+        r = _complex(re_, im) if np.asarray(re_).dtype.kind != "c" else np.asarray(re_, np.complex128)
         cst = all(v.const for v in vs)
         deps = ()
         for v in vs:
@@ -622,6 +663,14 @@ class Arith:
     def cmath(self, fn, args, line):
         """``cmath.*``: complex functions numba-cuda compiles (``CMATH_FUNCTIONS``); results in complex128 unless
         the argument is complex64."""
+        if fn == "log" and len(args) == 2:
+            # cmath.log(z, base): numba types both as one complex type and computes log(z) / log(base)
+            vs = [self._val(a, line) for a in args]
+            small = all(np.asarray(v.v).dtype in (np.dtype(np.complex64), np.dtype(np.float32)) for v in vs)
+            ct = np.dtype(np.complex64 if small else np.complex128)
+            num = self.cmath("log", (V(_fix(np.asarray(vs[0].v).astype(ct)), vs[0].deps, vs[0].const),), line)
+            den = self.cmath("log", (V(_fix(np.asarray(vs[1].v).astype(ct)), vs[1].deps, vs[1].const),), line)
+            return self.binop("truediv", num, den, line)
         nargs, f, ret = self._function_spec(_CMATH, "cmath", fn, args, line)
         vs = [self._val(a, line) for a in args]
         t0 = np.asarray(vs[0].v).dtype
@@ -629,6 +678,8 @@ class Arith:
         xs = [np.asarray(v.v, np.float64) if fn == "rect" else np.asarray(v.v).astype(ct) for v in vs]
         with np.errstate(all="ignore"):
             r = f(*xs)
+            if ret != "bool":
+                r = _cmath_special(fn, xs, r)
         cst, out = self._recorded(vs, ("cmath", ct.name), line)
         real_t = np.float32 if ct == np.complex64 else np.float64
         if ret == "pair":

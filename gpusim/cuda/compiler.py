@@ -115,20 +115,55 @@ def unwrap(kernel) -> types.FunctionType:
     return f
 
 
-def compile_kernel(kernel) -> CompiledKernel:
+class NeedsArgDtypes(Exception):
+    """The kernel declares an array with an argument's dtype (``cuda.shared.array(n, dtype=a.dtype)``): it is
+    compiled per set of argument dtypes, as numba-cuda compiles it per argument types."""
+
+
+_BY_DTYPES = object()
+_DT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _arg_dtypes(args) -> tuple:
+    from .memory import as_device_storage
+    out = []
+    for a in args:
+        st = as_device_storage(a) if not isinstance(a, (int, float, complex, bool, np.generic, tuple)) else None
+        out.append(None if st is None else st.dtype)
+    return tuple(out)
+
+
+def compile_kernel(kernel, args=None) -> CompiledKernel:
+    """The kernel compiled (once; once per argument dtypes when it declares an array of an argument's dtype,
+    then ``args`` are the launch's)."""
     py_func = unwrap(kernel)
     ck = _CACHE.get(py_func)
     if ck is None:
-        ck = _Context(py_func).compile()
+        try:
+            ck = _Context(py_func).compile()
+        except NeedsArgDtypes:
+            ck = _BY_DTYPES
         _CACHE[py_func] = ck
+    if ck is not _BY_DTYPES:
+        return ck
+    if args is None:
+        raise NeedsArgDtypes(py_func.__name__)
+    key = _arg_dtypes(args)
+    per = _DT_CACHE.setdefault(py_func, {})
+    ck = per.get(key)
+    if ck is None:
+        names = list(inspect.signature(py_func).parameters)
+        ck = _Context(py_func, dict(zip(names, key))).compile()
+        per[key] = ck
     return ck
 
 
 # ---- the compile context (one kernel with its device functions) ---------------------------------------------------
 
 class _Context:
-    def __init__(self, py_func):
+    def __init__(self, py_func, param_dtypes: dict | None = None):
         self.py_func = py_func
+        self.param_dtypes = param_dtypes     # the kernel's argument dtypes, when it is compiled per them
         self.shared_slots: list[Slot] = []
         self.local_slots: list[Slot] = []
         self.shared_off = 0

@@ -21,6 +21,7 @@ from ..trace import WARP
 from . import costs as C_
 from .atomics import CAS_CALLS
 from .unroll import LoopRecord
+from .records import RecordRef
 from .values import Mask
 from .values import (ARRAYS, BOOL, EMPTY, I64, UNDEF, ArrayRef, ArrayView, LocalArray, SharedArray, SubArray, Ununified,
                      V, _fix, _union, const, m_and, m_andnot, m_or, unify)
@@ -138,6 +139,8 @@ class Control:
                                                                 (new.start, new.stop, new.step))):
             return old if m is EMPTY else slice(*(None if y is None else self.assign(x, y) for x, y in
                                                   zip((old.start, old.stop, old.step), (new.start, new.stop, new.step))))
+        if t is RecordRef and type(old) is RecordRef and m is not self.base and m.a is not None:
+            return old if m is EMPTY else self.merge_records(m.a, new, old, name)
         if new is None:
             return old if old is not UNDEF else None
         return new

@@ -261,6 +261,8 @@ _MATH32 = {   # fn: [(pipe, n, label)] for float32 (libdevice __nv_*f, non-fast-
     "modf": [(FP32, 2, "FRND.TRUNC+FADD")],
     "fabs": [(FP32, 1, "FADD")],
     "copysign": [(INT, 1, "LOP3")],
+    # libdevice __nv_nextafterf: the bits stepped by one toward y (compares, an add, selects for 0/NaN)
+    "nextafter": [(FP32, 3, "FSETP"), (INT, 5, "IADD3+LOP3+SEL")],
     "floor": [(FP32, 1, "FRND.FLOOR")],
     "ceil": [(FP32, 1, "FRND.CEIL")],
     "trunc": [(FP32, 1, "FRND.TRUNC")],

@@ -42,6 +42,10 @@ class ForDesugar:
         class T(ast.NodeTransformer):
             def visit_For(self, node):
                 self.generic_visit(node)
+                if isinstance(node.iter, ast.List):
+                    # ``for j in [1, 2, 4]``: numba-cuda iterates a list display without building a list (a
+                    # list held in a variable needs NRT, which it refuses); iterated here as the tuple
+                    node.iter = ast.copy_location(ast.Tuple(elts=node.iter.elts, ctx=ast.Load()), node.iter)
                 out = comp._desugar_else(node)
                 return out[:-2] + _as_list(comp._desugar_for(out[-2])) + out[-1:] if isinstance(out, list) \
                     else comp._desugar_for(node)

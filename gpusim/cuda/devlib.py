@@ -228,6 +228,18 @@ class DeviceLibrary:
                 return self.grid_sync(line)
             raise self._err(UnsupportedConstruct, f"grid group method .{name}() (numba's grid group has only "
                             ".sync())", line)
+        if name == "view" and len(args) == 1 and (isinstance(obj, ARRAYS) or type(obj) is V):
+            dt = _as_dtype(args[0])
+            if dt is None:
+                raise self._err(CompileError, f".view() takes a dtype (np.int32, numba.int32), not "
+                                f"{type(args[0]).__name__}", line)
+            if isinstance(obj, ARRAYS):
+                return self.view_dtype(obj, dt, line)
+            src = np.asarray(obj.v).dtype
+            if src.kind not in "iuf" or dt.kind not in "iuf" or src.itemsize != dt.itemsize:
+                raise self._err(CompileError, f"Changing the dtype of a 0d array is only supported if the itemsize "
+                                f"is unchanged ({src}.view({dt}))", line)
+            return V(obj.v.view(dt), obj.deps, obj.const)      # a bit cast: no instruction
         if isinstance(obj, ARRAYS) and name == "sum" and not args:
             return self.array_sum(obj, line)
         if type(obj) is V and name == "bit_count" and not args and np.asarray(obj.v).dtype.kind in "iu":
@@ -273,6 +285,18 @@ class DeviceLibrary:
             self._ufunc_dims(fn, args, out, prefix + (st.counter,), line)
             self.range_next(st, line)
         self.loop_end(st, line)
+
+
+def _as_dtype(x):
+    """The numpy dtype a kernel names (``np.int32``, ``numba.int32``, ``np.dtype('i4')``), or None."""
+    if isinstance(x, np.dtype):
+        return x
+    d = getattr(x, "dtype", None)
+    if isinstance(d, np.dtype) and not isinstance(x, (V, np.ndarray)):
+        return d
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return np.dtype(x)
+    return None
 
 
 __all__ = ["DeviceLibrary", "GridGroup", "GRID"]

@@ -16,6 +16,7 @@ from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
 from .values import (ARRAYS, EMPTY, I64, ArrayRef, ArrayView, GlobalArray, LocalArray, Shape, SharedArray,
                      SubArray, Ununified, V, _union, const)
 from .views import view_index, where_in
+from .records import RecordRef
 
 
 class Indexing:
@@ -66,6 +67,15 @@ class Indexing:
             self._shared[("const", id(ary))] = a
         return a
 
+    def const_array_like(self, obj, line):
+        """``cuda.const.array_like(a)`` of a runtime array (an argument): the array itself, as numba-cuda lowers
+        it."""
+        if not isinstance(obj, ARRAYS):
+            from .values import kind_name
+            raise self._err(CompileError, f"No implementation of function cuda.const.array_like for "
+                            f"({kind_name(obj)}): it takes an array", line)
+        return obj
+
     def global_device(self, dev, name, line) -> GlobalArray:
         """A global device array read by the kernel: numba captures its pointer (not its contents), so the
         kernel sees the array as it is at launch, and may write it."""
@@ -80,6 +90,8 @@ class Indexing:
     def attr(self, obj, name, line):
         if type(obj) is Ununified:
             raise self._err(obj.error, obj.message(), line)
+        if type(obj) is RecordRef:
+            return self.record_field(obj, name, line)
         if type(obj) is ArrayView or (name in ("T", "strides") and isinstance(obj, (ArrayRef, SubArray))):
             return self.view_attr(self._as_view(obj, line), name, line)
         if isinstance(obj, (ArrayRef, SubArray)):
@@ -100,6 +112,10 @@ class Indexing:
                 return obj.dtype
             if name == "itemsize":
                 return const(obj.dtype.itemsize)
+            if name in ("real", "imag") and obj.dtype.kind == "c":
+                return self.complex_parts_view(obj, name, line)
+            if name == "real":                   # of a real array: the array itself (numba)
+                return obj
             raise self._err(UnsupportedConstruct, f"array attribute .{name}", line)
         if type(obj) is V:
             if name in ("real", "imag") and np.asarray(obj.v).dtype.kind == "c":
@@ -173,6 +189,11 @@ class Indexing:
         """``obj[idx]``; ``text``: the subscript's source, given where it slices (names the view)."""
         if type(obj) is Ununified:
             raise self._err(obj.error, obj.message(), line)
+        if type(obj) is RecordRef:
+            if isinstance(idx, str) or type(idx) is V and idx.const and np.asarray(idx.v).dtype.kind in "iu":
+                return self.record_field(obj, idx if isinstance(idx, str) else int(idx.v), line)
+            raise self._err(CompileError, f"a record is indexed with a field name or a constant integer, not "
+                            f"{type(idx).__name__}", line)
         if isinstance(obj, tuple) and type(idx) is slice:
             return self._tuple_slice(obj, idx, line)
         if isinstance(obj, tuple):
@@ -194,6 +215,8 @@ class Indexing:
             arr, idx = self._norm_idx(obj, idx, line)
             if len(idx) < arr.ndim:
                 return SubArray(arr, idx, len(self.frames))
+            if arr.record and len(idx) == arr.ndim:
+                return RecordRef(arr, idx, len(self.frames))
             return self.load(arr, idx, line)
         raise self._err(UnsupportedConstruct, f"indexing {type(obj).__name__} (no getitem for it in numba-cuda)",
                         line)
@@ -231,6 +254,20 @@ class Indexing:
             raise self._err(obj.error, obj.message(), line)
         if value is None and isinstance(obj, ARRAYS):
             raise self._err(CompileError, "no setitem(array, index, none): None cannot be stored in an array", line)
+        if type(obj) is RecordRef:
+            if isinstance(idx, str) or type(idx) is V and idx.const and np.asarray(idx.v).dtype.kind in "iu":
+                name = idx if isinstance(idx, str) else obj.dtype.names[int(idx.v)]
+                return self.record_store(obj, name, value, line)
+            raise self._err(CompileError, "a record field is assigned by its name or a constant integer", line)
+        if type(value) is RecordRef and isinstance(obj, ARRAYS) and not obj.record:
+            from .values import kind_name
+            raise self._err(CompileError, f"No implementation of function setitem(array({obj.dtype}, {obj.ndim}d), "
+                            f"int64, {kind_name(value)}): a record cannot be stored into {obj.name!r}", line)
+        if isinstance(obj, ARRAYS) and obj.record and type(obj) is not ArrayView and not view_index(idx) \
+                and not _array_index(idx):
+            arr, nidx = self._norm_idx(obj, idx, line)
+            if len(nidx) == arr.ndim:
+                return self.record_copy(RecordRef(arr, nidx), value, line)
         if isinstance(obj, ARRAYS):
             if type(obj) is ArrayView or view_index(idx) or _array_index(idx) or isinstance(value, ARRAYS):
                 return self.view_setitem(obj, idx, value, line)
@@ -249,10 +286,8 @@ class Indexing:
     def _index(self, arr, idx, line, write):
         """Element offset (scalar or array) of ``arr[idx]`` on the active lanes; raises OutOfBounds."""
         if arr.record:
-            raise self._err(UnsupportedConstruct, f"indexing the record array {arr.name!r} (dtype {arr.dtype}): "
-                            "record arrays are supported only as the generator states of the cuda.random "
-                            "functions (xoroshiro128p_uniform_float32(states, i) ...); keep other fields in "
-                            "separate numeric arrays", line)
+            raise self._err(UnsupportedConstruct, f"loading or storing the record array {arr.name!r} (dtype "
+                            f"{arr.dtype}) as a whole number: read its fields (a[i].x, a[i]['x'])", line)
         if len(idx) != arr.ndim:
             raise self._err(CompileError, f"array {arr.name!r} has {arr.ndim} dimension(s), indexed with "
                             f"{len(idx)}", line)

@@ -33,11 +33,12 @@ from . import realcc
 from .realcc import varargs_packed
 from . import runtime as R
 from . import types as nbtypes
-from .compiler import compile_kernel, unwrap
+from .compiler import NeedsArgDtypes, compile_kernel, unwrap
 from ..occupancy import max_coresident_ctas
 from ..errors import CooperativeLaunchTooLarge
 from .memory import ADDRESS_SPACE, as_device_storage
 from .random import xoroshiro128p_dtype as _RNG_DTYPE
+from .records import RecordRef, record_dtype_ok
 
 #: padded threads per chunk (tunable): bigger chunks mean fewer, larger numpy operations
 CHUNK_THREADS = 1 << 20
@@ -142,12 +143,19 @@ def _wrap_arg(ck, name, a):
         return R.V(np.complex128(a) if isinstance(a, complex) else a, (), False)
     if isinstance(a, tuple):
         return tuple(_wrap_arg(ck, f"{name}[{i}]", x) for i, x in enumerate(a))
+    if isinstance(a, np.void) and a.dtype.names is not None:
+        # a record (``arr[0]`` of a structured array): numba-cuda copies it to the device and back, so the kernel
+        # reads and writes its bytes; here a 1-element record array over them
+        if not record_dtype_ok(a.dtype):
+            raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: record dtype {a.dtype} has fields numba "
+                              "cannot type")
+        st = np.asarray(a).reshape(1)
+        return RecordRef(R.GlobalArray(name, st, ADDRESS_SPACE.address_of(st)), (R.V(np.int64(0), (), True),))
     st = as_device_storage(a)
     if st is None:
         raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: unsupported type {type(a).__name__}")
-    if st.dtype.kind not in "biufc" and st.dtype != _RNG_DTYPE:
-        raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: dtype {st.dtype} is not supported"
-                          + (" (record arrays: only the cuda.random generator states)" if st.dtype.names else ""))
+    if st.dtype.kind not in "biufc" and st.dtype != _RNG_DTYPE and not (st.dtype.names and record_dtype_ok(st.dtype)):
+        raise LaunchError(f"argument {name!r} of kernel {ck.name!r}: dtype {st.dtype} is not supported")
     return R.GlobalArray(name, st, ADDRESS_SPACE.address_of(st))
 
 
@@ -214,7 +222,7 @@ def _registers(ck, L, args) -> tuple[int, dict]:
 def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max_registers=None):
     """Execute a launch functionally; return its KernelTrace when ``record`` (else None)."""
     cfg = load_gpu(gpu if gpu is not None else DEFAULT_GPU)
-    ck = compile_kernel(kernel)
+    ck = compile_kernel(kernel, list(args))
     g3 = _dim3(grid, "grid")
     b3 = _dim3(block, "block")
     dyn = int(shared_bytes or 0)
@@ -396,7 +404,10 @@ class Kernel:
         for sg in self.signatures:
             self.overloads[sg.args] = _Overload(self, sg)
         if self.signatures and not self.device:
-            compile_kernel(self)             # an eager signature compiles now: source errors surface here
+            try:
+                compile_kernel(self)         # an eager signature compiles now: source errors surface here
+            except NeedsArgDtypes:           # compiled per argument dtypes: at the launch
+                pass
 
     @property
     def specialized(self) -> bool:
@@ -507,6 +518,15 @@ class _Launcher:
         launch(self.kernel, self.grid, self.block, args, self.shared)
 
 
+class DeprecationError(LaunchError):
+    """numba's ``numba.core.errors.DeprecationError``: a deprecated ``cuda.jit`` keyword (argtypes, restype,
+    bind), refused at the decorator's line."""
+
+
+class _NotImplementedOption(LaunchError, NotImplementedError):
+    """numba-cuda's NotImplementedError for a ``cuda.jit`` option it refuses (``boundscheck=True``)."""
+
+
 def jit(func_or_sig=None, device=False, **options):
     """``@cuda.jit``, ``@cuda.jit(...)``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(device=True)``.
 
@@ -514,6 +534,13 @@ def jit(func_or_sig=None, device=False, **options):
     A signature (a string ``"void(float32[:], int32)"``, ``void(float32[:])``, a tuple of argument types
     ``(int32[:, ::1],)`` or a list of them) compiles the kernel eagerly and keys ``kernel.overloads``.
     """
+    for kw in ("argtypes", "restype", "bind"):
+        if options.get(kw) is not None:
+            # numba-cuda refuses the pre-0.50 keyword signatures at the decorator, with this message
+            raise DeprecationError(f"Deprecated keyword argument `{kw}`. Signatures should be passed as the first "
+                                   "positional argument.")
+    if options.get("boundscheck"):
+        raise _NotImplementedOption("bounds checking is not supported for CUDA")
     if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)) \
             and not isinstance(func_or_sig, (nbtypes.Type, nbtypes.Signature)):
         return Kernel(func_or_sig, device=device, **options)

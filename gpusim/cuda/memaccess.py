@@ -53,8 +53,9 @@ class MemoryAccess:
         else:
             # global: arrays of one shape and element size indexed by the same lane-varying values touch the same
             # lines relative to their first byte (``a[i]``, ``b[i]``, ``out[i]``): one summary, shifted by whole lines
+            # (of one layout: an F-order array or a record's field strides differently)
             off += arr.base_addr
-            key = (arr.itemsize, arr.shape, akey, self.mask.sid, off % 128)
+            key = (arr.itemsize, arr.shape, arr.el_strides, akey, self.mask.sid, off % 128)
         hit = self._mem_cache.get(key) if MEM_CACHE else None
         if hit is not None:
             acc, off0 = hit

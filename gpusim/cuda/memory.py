@@ -147,6 +147,29 @@ class DeviceNDArray:
     def T(self) -> "DeviceNDArray":
         return DeviceNDArray(self._ary.T)
 
+    def transpose(self, axes=None) -> "DeviceNDArray":
+        return DeviceNDArray(self._ary.transpose(axes))
+
+    def view(self, dtype) -> "DeviceNDArray":
+        """The same device memory as another dtype (numba's ``DeviceNDArray.view``)."""
+        dt = getattr(dtype, "dtype", dtype)
+        return DeviceNDArray(self._ary.view(np.dtype(dt if isinstance(dt, np.dtype) else dtype)))
+
+    def split(self, section, stream=0) -> list:
+        """numba's ``split``: views of ``section`` elements each (1-d arrays)."""
+        if self._ary.ndim != 1:
+            raise ValueError("only support 1d array")
+        return [DeviceNDArray(self._ary[i:i + section]) for i in range(0, len(self._ary), section)]
+
+    def getitem(self, item, stream=0):
+        return self[item]
+
+    def setitem(self, key, value, stream=0):
+        self[key] = value
+
+    def bind(self, stream=0) -> "DeviceNDArray":
+        return DeviceNDArray(self._ary, stream)
+
     def __len__(self) -> int:
         return len(self._ary)
 

@@ -100,7 +100,8 @@ class Recording:
             return const(x)
         if type(x) is Ununified:
             raise x.error(x.message(), file=self.ck.file, line=line, kernel=self.ck.name)
-        what = "an array" if isinstance(x, ARRAYS) else type(x).__name__
+        what = "an array" if isinstance(x, ARRAYS) else "a record" if type(x).__name__ == "RecordRef" else \
+            type(x).__name__
         raise CompileError(f"{what} is used where a number is expected", file=self.ck.file, line=line,
                            kernel=self.ck.name)
 

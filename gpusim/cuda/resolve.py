@@ -36,7 +36,7 @@ for _k, _n in (("sqrt", "sqrt"), ("exp", "exp"), ("exp2", "exp2"), ("expm1", "ex
                ("cosh", "cosh"), ("tanh", "tanh"), ("arcsinh", "asinh"), ("arccosh", "acosh"),
                ("arctanh", "atanh"), ("fabs", "fabs"), ("isnan", "isnan"), ("isinf", "isinf"),
                ("isfinite", "isfinite"), ("power", "pow"), ("arctan2", "atan2"), ("hypot", "hypot"),
-               ("fmod", "fmod"), ("copysign", "copysign"), ("cbrt", "cbrt"), ("degrees", "degrees"),
+               ("fmod", "fmod"), ("copysign", "copysign"), ("nextafter", "nextafter"), ("cbrt", "cbrt"), ("degrees", "degrees"),
                ("radians", "radians")):
     _NPFN[getattr(np, _k)] = _n
 _NPBUILTIN = {np.abs: "abs", np.absolute: "abs", np.minimum: "min", np.maximum: "max"}

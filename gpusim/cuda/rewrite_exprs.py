@@ -202,7 +202,19 @@ class ExpressionRewriter:
 
     def _local_constant(self, e):
         """The value of ``e`` when it is a local name the function assigns once, from a constant (``N = 100``, a
-        tuple of them): numba types it as a literal, which an array's shape may be; else None."""
+        tuple of them, or a tuple of such names: ``(TPB, TPB)``): numba types it as a literal, which an array's
+        shape may be; else None."""
+        if isinstance(e, ast.Tuple):
+            parts = []
+            for x in e.elts:
+                try:
+                    v = self.static_eval(x)
+                except CompileError:
+                    v = self._local_constant(x)
+                if not isinstance(v, int) or isinstance(v, bool):
+                    return None
+                parts.append(v)
+            return tuple(parts)
         if not isinstance(e, ast.Name) or e.id in self.params:
             return None
         stores = [n for n in ast.walk(self.fdef) if isinstance(n, ast.Name) and n.id == e.id
@@ -217,6 +229,19 @@ class ExpressionRewriter:
             return None
         ok = isinstance(v, int) or (isinstance(v, tuple) and all(isinstance(x, int) for x in v))
         return v if ok and not isinstance(v, bool) else None
+
+    def _param_dtype(self, e):
+        """The dtype of ``a.dtype`` where ``a`` is a kernel argument (numba types it as the argument's dtype, a
+        compile-time value): known when the kernel is compiled per argument dtypes (``compiler.NeedsArgDtypes``
+        asks for that), else None."""
+        if not (isinstance(e, ast.Attribute) and e.attr == "dtype" and isinstance(e.value, ast.Name)
+                and self.kind == "kernel" and e.value.id in self.params and e.value.id not in self.bound):
+            return None
+        from .compiler import NeedsArgDtypes
+        pd = self.ctx.param_dtypes
+        if pd is None:
+            raise NeedsArgDtypes(e.value.id)
+        return pd.get(e.value.id)
 
     def _array_decl(self, n, space):
         args = {}
@@ -249,7 +274,7 @@ class ExpressionRewriter:
         try:
             dt = self.static_eval(args["dtype"])
         except CompileError:
-            dt = None
+            dt = self._param_dtype(args["dtype"])
         if isinstance(dt, str):                 # numba takes a dtype's name: cuda.shared.array(4, "float32")
             try:
                 dt = np.dtype(dt)
@@ -304,6 +329,14 @@ class ExpressionRewriter:
                 self.ns[name] = cf.fn
                 return ast.Call(func=_load(name), args=[_load("_rt")] + star,
                                 keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
+            if kind in ("mathfn", "cmathfn") or tag == ("builtin", "complex"):
+                # math.atan2(*t), complex(*cmath.polar(z)): the tuple's elements are the arguments
+                star = [ast.Starred(value=self.expr(a.value), ctx=ast.Load()) if isinstance(a, ast.Starred)
+                        else self.expr(a) for a in n.args]
+                fn = {"mathfn": "math", "cmathfn": "cmath"}.get(kind)
+                if fn is None:
+                    return _rt("make_complex", ast.Tuple(elts=star, ctx=ast.Load()), _c(line))
+                return _rt(fn, _c(tag[1]), ast.Tuple(elts=star, ctx=ast.Load()), _c(line))
             raise self.unsupported("starred arguments", n)
         if kind == "extern":
             ext = tag[1]
@@ -470,7 +503,11 @@ class ExpressionRewriter:
             if len(n.args) != 1:
                 raise self.compile_error("cuda.const.array_like takes one array", n)
             tag = self.static(n.args[0])
-            if tag is None or tag[0] != "array":
+            if tag is None:
+                # an argument or local array: numba-cuda's lowering returns it unchanged (only a global array is
+                # copied into the constant bank, at compile time)
+                return _rt("const_array_like", self.expr(n.args[0]), _c(line))
+            if tag[0] != "array":
                 raise self.compile_error("cuda.const.array_like needs a global numpy array", n)
             return _rt("global_const", self.k(tag[1]), _c(ast.unparse(n.args[0])), _c(line))
         if path == ("cg", "this_grid"):

@@ -102,6 +102,9 @@ class StatementRewriter:
             return out
         if isinstance(tg, ast.Subscript):
             return [ast.Expr(value=_rt("setitem", self.expr(tg.value), self.index(tg.slice), valexpr, _c(line)))]
+        if isinstance(tg, ast.Attribute) and self.static(tg) is None:
+            # a record's field (``a[i].x = v``, ``r.x = v``)
+            return [ast.Expr(value=_rt("setattr", self.expr(tg.value), _c(tg.attr), valexpr, _c(line)))]
         what = f"attribute .{tg.attr}" if isinstance(tg, ast.Attribute) else type(tg).__name__.lower()
         raise self.unsupported(f"assignment to {what}", tg)
 
@@ -122,6 +125,13 @@ class StatementRewriter:
                    ast.Assign(targets=[_store(ti)], value=self.index(tg.slice))]
             cur = _rt("getitem", _load(to), _load(ti), _c(line))
             out.append(ast.Expr(value=_rt("setitem", _load(to), _load(ti),
+                                          self.arith(op, cur, s.value, line, cur_first=True), _c(line))))
+            return out
+        if isinstance(tg, ast.Attribute) and self.static(tg) is None:
+            to = self.tmp()
+            out = [ast.Assign(targets=[_store(to)], value=self.expr(tg.value))]
+            cur = _rt("attr", _load(to), _c(tg.attr), _c(line))
+            out.append(ast.Expr(value=_rt("setattr", _load(to), _c(tg.attr),
                                           self.arith(op, cur, s.value, line, cur_first=True), _c(line))))
             return out
         raise self.unsupported(f"augmented assignment to {type(tg).__name__.lower()}", tg)

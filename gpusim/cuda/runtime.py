@@ -56,6 +56,7 @@ from .indexing import Indexing
 from .memaccess import MemoryAccess
 from .views import Views
 from .recording import Recording
+from .records import Records
 from .unroll import LoopRecord, unroll_loops, unroll_pressure
 from .values import (BOOL, EMPTY, F32, F64, I32, I64, U32, U64, UNDEF, ArrayRef, ArrayView, GlobalArray, LocalArray,
                      Mask, Shape, SharedArray, SubArray, V, arith_type, const, m_and, m_andnot, m_or, unify)
@@ -135,7 +136,7 @@ class Launch:
 
 # ---- the chunk ----------------------------------------------------------------------------------------------
 
-class Chunk(Recording, Arith, Control, Indexing, Views, MemoryAccess, Atomics, WarpOps, DeviceLibrary):
+class Chunk(Recording, Arith, Control, Indexing, Views, Records, MemoryAccess, Atomics, WarpOps, DeviceLibrary):
     """``_rt`` of the rewritten kernel: executes ``C`` consecutive CTAs in lockstep and records their trace."""
 
     def __init__(self, launch: Launch, first_cta: int, n_ctas: int):

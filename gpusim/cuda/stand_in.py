@@ -8,7 +8,7 @@ import importlib.util
 import sys
 
 _NUMBA_CUDA_MODULES = ("numba.cuda", "numba.cuda.random", "numba.cuda.types", "numba.cuda.cg", "numba.cuda.vectorizers",
-                       "numba.cuda.libdevice")
+                       "numba.cuda.libdevice", "numba.cuda.cudadrv", "numba.cuda.cudadrv.devicearray")
 
 
 @contextlib.contextmanager
@@ -62,9 +62,12 @@ def numba_cuda_is_gpusim():
     # the compiler puts the real modules back while it compiles a kernel launched inside this block (a script)
     shelf = Displaced("numba.cuda", guard, [[numba, "cuda", numba.__dict__.get("cuda", MISSING)]])
     from . import vectorizers
+    from . import cudadrv
+    drv = {"numba.cuda.cudadrv": cudadrv, **cudadrv.MODULES}
+    saved = {k: sys.modules.get(k) for k in drv}
     sys.modules.update({"numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
                         "numba.cuda.cg": gcuda.cg, "numba.cuda.vectorizers": vectorizers,
-                        "numba.cuda.libdevice": gcuda.libdevice})
+                        "numba.cuda.libdevice": gcuda.libdevice, **drv})
     numba.cuda = gcuda
     sys.meta_path.insert(0, guard)
     try:
@@ -73,6 +76,11 @@ def numba_cuda_is_gpusim():
     finally:
         sys.meta_path.remove(guard)
         shelf.restore()
+        for k, v in saved.items():         # numba's own modules (or none) back
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
 
 
 class _NoOtherNumbaCuda:

@@ -84,6 +84,13 @@ class Scalar(Type):
     def bitwidth(self) -> int:
         return self.dtype.itemsize * 8
 
+    @property
+    def underlying_float(self) -> "Scalar":
+        """A complex type's float type (numba's ``Complex.underlying_float``)."""
+        if self.dtype.kind != "c":
+            raise AttributeError(f"{self.name} has no underlying_float (not a complex type)")
+        return float32 if self.dtype.itemsize == 8 else float64
+
 
 class NoneType(Type):
     """``void`` / ``none``: the return type of kernels."""
@@ -136,6 +143,16 @@ class Record(Type):
     def __getitem__(self, idx):
         ndim, layout = _layout(idx)
         return Array(self, ndim, layout)
+
+
+class NestedArray(Type):
+    """An array field of a record (numba's ``NestedArray``): ``nestedarray(uint8, (5,))``."""
+
+    def __init__(self, dtype: Type, shape: tuple):
+        self.dtype = dtype
+        self.shape = tuple(int(s) for s in shape)
+        self.ndim = len(self.shape)
+        self.name = f"nestedarray({dtype}, {self.shape})"
 
 
 class CPointer(Type):
@@ -195,6 +212,8 @@ def from_dtype(dt) -> Type:
     dt = np.dtype(dt)
     if dt.names is not None:
         return Record(dt)
+    if dt.subdtype is not None:                 # a nested array field of a record: ('u1', (5,))
+        return NestedArray(from_dtype(dt.subdtype[0]), dt.subdtype[1])
     t = _BY_DTYPE.get(dt)
     if t is None:
         raise TypeError(f"dtype {dt} has no numba type here")

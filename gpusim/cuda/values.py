@@ -99,6 +99,9 @@ def kind_name(x) -> str:
         return f"array({x.dtype}, {x.ndim}d)"
     if isinstance(x, tuple):
         return "Tuple(" + ", ".join(kind_name(e) for e in x) + ")"
+    if type(x).__name__ == "RecordRef":
+        from .types import from_dtype
+        return str(from_dtype(x.dtype))
     return type(x).__name__
 
 
@@ -330,6 +333,7 @@ class SubArray:
         self.name = parent.name
         self.dtype = parent.dtype
         self.depth = depth
+        self.record = parent.record
 
 
 class ArrayView:

@@ -431,7 +431,93 @@ class Views:
             return view.dtype
         if name == "itemsize":
             return const(view.itemsize)
+        if name in ("real", "imag") and view.dtype.kind == "c":
+            return self.complex_parts_view(view, name, line)
+        if name == "real":
+            return view
         raise self._err(UnsupportedConstruct, f"array attribute .{name}", line)
+
+    def complex_parts_view(self, obj, name, line):
+        """``a.real`` / ``a.imag`` of a complex array: a view of its float parts (numba-cuda: the same bytes,
+        strided by the complex item; writable, ``cuda.atomic.add(a.real, i, 1)``)."""
+        base = obj.base if type(obj) is ArrayView else obj.parent if type(obj) is SubArray else obj
+        ft = np.dtype(np.float32 if base.itemsize == 8 else np.float64)
+        part = 1 if name == "imag" else 0
+        if type(obj) is not ArrayView and type(obj) is not SubArray and base.space in ("global", "const"):
+            key = ("cpart", base.key, name)
+            r = self._shared.get(key)
+            if r is None:
+                from .values import GlobalArray
+                r = GlobalArray(f"{base.name}.{name}", base.ary.real if not part else base.ary.imag,
+                                base.base_addr + part * ft.itemsize, readonly=base.space == "const")
+                r.pkey = base.pkey
+                self._shared[key] = r
+            return r
+        nb = self._retyped(base, ft, line)
+        v = self._as_view(obj, line)
+        two = const(2)
+        off = self.binop("add", self.binop("mul", v.offset, two, line), const(part), line)
+        strides = tuple(V(_fix(np.asarray(x.v) * 2), x.deps, x.const, nn=True) for x in v.strides)
+        return ArrayView(nb, off, v.lens, strides, (None,) * v.ndim, f"{v.name}.{name}", v.bad, v.depth, False)
+
+    def view_dtype(self, obj, dt, line):
+        """``a.view(dtype)``: the same bytes as elements of ``dt`` (numba-cuda's array.view: the data pointer cast,
+        the last axis rescaled when the item size changes, which needs that axis contiguous)."""
+        dt = np.dtype(dt)
+        base = obj.base if type(obj) is ArrayView else obj.parent if type(obj) is SubArray else obj
+        isz, nsz = base.itemsize, dt.itemsize
+        if dt.kind not in "biufc":
+            raise self._err(UnsupportedConstruct, f"{base.name}.view({dt}): gpusim views arrays as numeric types "
+                            "only", line)
+        nb = self._retyped(base, dt, line)
+        v = self._as_view(obj, line)
+        if isz == nsz:
+            return ArrayView(nb, v.offset, v.lens, v.strides, v.src, v.name, v.bad, v.depth, v.contig)
+        bad_msg = f"{v.name}.view({dt}): new type not compatible with array (numba-cuda raises ValueError)"
+        if v.ndim == 0 or not (v.strides[-1].const and int(v.strides[-1].v) == 1):
+            raise self._err(CompileError, bad_msg + ": the last axis is not contiguous", line)
+
+        def scaled(x: V, what) -> V:
+            b = np.asarray(x.v).astype(I64) * isz
+            act = self.mask.a if self.mask.a is not None else True
+            if np.any((b % nsz != 0) & act):
+                raise self._err(CompileError, f"{bad_msg}: {what} of {int(np.max(b))} bytes is not a multiple of "
+                                f"{nsz}", line)
+            return V(_fix(b // nsz), x.deps, x.const, nn=True)
+        off = scaled(v.offset, "the offset")
+        lens = tuple(v.lens[:-1]) + (scaled(v.lens[-1], "the last axis"),)
+        strides = tuple(scaled(x, "a stride") for x in v.strides[:-1]) + (const(1),)
+        return ArrayView(nb, off, lens, strides, (None,) * v.ndim, f"{v.name}.view({dt})", v.bad, v.depth,
+                         v.contig)
+
+    def _retyped(self, base, dt, line):
+        """``base``'s whole storage (the bytes its flat view spans) as a 1-d array of ``dt``, cached."""
+        key = ("retyped", base.key, dt)
+        r = self._shared.get(key)
+        if r is not None:
+            return r
+        from .values import GlobalArray, LocalArray, SharedArray
+        nsz = dt.itemsize
+        if base.space in ("global", "const"):
+            raw = base.flat().span.view(np.uint8)
+            r = GlobalArray(f"{base.name}.view({dt})", raw[:raw.size // nsz * nsz].view(dt), base.base_addr,
+                            readonly=base.space == "const")
+            r.pkey = base.pkey
+        elif base.space == "shared":
+            if base.offset % nsz:
+                raise self._err(CompileError, f"{base.name}.view({dt}): the shared array's offset {base.offset} is "
+                                f"misaligned for {dt}", line)
+            n = base.size * base.itemsize // nsz
+            r = SharedArray(f"{base.name}.view({dt})", (n,), dt, base.offset, self.shared_buf.reshape(-1).view(dt),
+                            self.shared_buf.shape[1] // nsz, self.C)
+        else:
+            st = base.storage
+            if (st.shape[2] * st.itemsize) % nsz:
+                raise self._err(CompileError, f"{base.name}.view({dt}): new type not compatible with array", line)
+            r = LocalArray(f"{base.name}.view({dt})", (st.shape[2] * st.itemsize // nsz,), dt, base.offset,
+                           st.view(dt), base.slot)
+        self._shared[key] = r
+        return r
 
     def merge_arrays(self, c, a, b, name=None, line=None):
         """Lane-wise ``a if c else b`` of two views (or arrays) of one base array and dimensionality: numba
