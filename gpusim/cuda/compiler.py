@@ -45,7 +45,7 @@ from ..errors import CompileError, UnsupportedConstruct
 from .analysis import FlowAnalysis, _liveness
 from .desugar import ForDesugar
 from .astgen import _c, _load, _rt, _store
-from .resolve import StaticResolver, classify
+from .resolve import NeedsArgDtypes, StaticResolver, classify
 from .rewrite_exprs import ExpressionRewriter
 from .rewrite_stmts import StatementRewriter
 from .values import UNDEF, const
@@ -113,11 +113,6 @@ def unwrap(kernel) -> types.FunctionType:
     if not isinstance(f, types.FunctionType):
         raise CompileError(f"cannot simulate {kernel!r}: not a numba.cuda / gpusim.cuda kernel or a Python function")
     return f
-
-
-class NeedsArgDtypes(Exception):
-    """The kernel declares an array with an argument's dtype (``cuda.shared.array(n, dtype=a.dtype)``): it is
-    compiled per set of argument dtypes, as numba-cuda compiles it per argument types."""
 
 
 _BY_DTYPES = object()

@@ -20,6 +20,13 @@ from . import types as _nbtypes
 from .arith import CMATH_FUNCTIONS, FP16_FUNCTIONS, MATH_FUNCTIONS
 from .values import const
 
+
+class NeedsArgDtypes(Exception):
+    """The kernel declares an array with an argument's dtype (``cuda.shared.array(n, dtype=a.dtype)``): it is
+    compiled per set of argument dtypes, as numba-cuda compiles it per argument types (raised by the expression
+    rewriter, caught by ``compiler`` and ``launch``)."""
+
+
 _BUILTINS = {range: "range", min: "min", max: "max", abs: "abs", int: "int", float: "float", bool: "bool",
              len: "len", print: "print", round: "round", pow: "pow", isinstance: "isinstance", tuple: "tuple",
              complex: "complex", sum: "sum", divmod: "divmod", ord: "ord", slice: "slice"}

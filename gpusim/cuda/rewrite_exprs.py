@@ -16,7 +16,7 @@ import numpy as np
 
 from .analysis import _contains
 from .astgen import _BINOPS, _CMPOPS, _CONSTRUCT_NAMES, _UNOPS, _c, _lam, _load, _rt, _store
-from .resolve import _CUDA_CALLS, _CUDA_VALUE, _const_tuple, _numba_dtype
+from .resolve import _CUDA_CALLS, _CUDA_VALUE, NeedsArgDtypes, _const_tuple, _numba_dtype
 from ..errors import CompileError
 from .values import const
 
@@ -232,12 +232,11 @@ class ExpressionRewriter:
 
     def _param_dtype(self, e):
         """The dtype of ``a.dtype`` where ``a`` is a kernel argument (numba types it as the argument's dtype, a
-        compile-time value): known when the kernel is compiled per argument dtypes (``compiler.NeedsArgDtypes``
+        compile-time value): known when the kernel is compiled per argument dtypes (``resolve.NeedsArgDtypes``
         asks for that), else None."""
         if not (isinstance(e, ast.Attribute) and e.attr == "dtype" and isinstance(e.value, ast.Name)
                 and self.kind == "kernel" and e.value.id in self.params and e.value.id not in self.bound):
             return None
-        from .compiler import NeedsArgDtypes
         pd = self.ctx.param_dtypes
         if pd is None:
             raise NeedsArgDtypes(e.value.id)
