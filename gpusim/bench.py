@@ -40,6 +40,10 @@ ALIASES = {
     "triton.language.extra.libdevice": "gpusim.triton.language.extra.libdevice",
     "triton.language.extra.cuda": "gpusim.triton.language.extra.cuda",
     "triton.language.extra.cuda.libdevice": "gpusim.triton.language.extra.cuda.libdevice",
+    # Triton's error classes (scripts catch OutOfResources / CompilationError) and its settings namespace
+    "triton.errors": "gpusim.triton._errors", "triton.runtime.errors": "gpusim.triton._errors",
+    "triton.compiler": "gpusim.triton.compiler", "triton.compiler.errors": "gpusim.triton._errors",
+    "triton.knobs": "gpusim.triton.knobs", "triton.language.math": "gpusim.triton.language.math",
 }
 
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
 from . import _core as C
-from ._core import bfloat16, binary, cast, fail, float16, int1, tensor, to_tensor, unwrap, vshape
+from ._core import (bfloat16, binary, block_type, cast, fail, float16, int1, pointer_type, tensor, to_tensor, unwrap,
+                    vshape)
 from ._ops_tile import arange
 
 
@@ -453,8 +454,14 @@ class BlockPtr:
         self.offsets, self.block_shape, self.order = list(offsets), [int(unwrap(b)) for b in block_shape], order
 
     @property
+    def type(self):
+        """Triton's: a pointer to a block (``ptr.type.element_ty`` is the block's type, ``.element_ty`` of that
+        the scalar type)."""
+        return pointer_type(block_type(self.base.dtype.element_ty, self.block_shape))
+
+    @property
     def dtype(self):
-        return self.base.dtype
+        return self.type
 
     def _tile(self, boundary_check):
         ptr = self.base
