@@ -556,3 +556,100 @@ def test_where_between_pointers_of_two_arguments():
     out = np.zeros(20, np.float32)
     where_ptr_kernel[(2,)](a, b, out, 10, BLOCK=16)
     np.testing.assert_array_equal(out, np.concatenate([a, b]))
+
+
+# ---- atomics through a pointer chosen among arguments (xformers' tiled matmul, split-K) ---------------------------
+
+@triton.jit
+def where_atomic_kernel(C1, C2, X, N, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    c = tl.where(pid % 2 == 0, C1, C2)
+    o = tl.arange(0, BLOCK)
+    tl.atomic_add(c + o, tl.load(X + pid * N + o, mask=o < N), mask=o < N)
+
+
+def test_atomic_add_through_a_pointer_into_another_argument():
+    x = np.arange(40, dtype=np.float32).reshape(4, 10)
+    c1 = np.zeros(10, np.float32)
+    c2 = np.ones(10, np.float32)
+    where_atomic_kernel[(4,)](c1, c2, x, 10, BLOCK=16)
+    np.testing.assert_array_equal(c1, x[0] + x[2])
+    np.testing.assert_array_equal(c2, 1 + x[1] + x[3])
+
+
+# ---- triton.testing's device queries; the perf model gets Triton's arguments ------------------------------------
+
+def test_testing_device_queries_answer_for_the_simulated_gpu():
+    from gpusim.triton import testing
+    from gpusim.triton.runtime import driver
+    p = driver.active.utils.get_device_properties(0)
+    assert testing.get_dram_gbps() == p["mem_clock_rate"] * p["mem_bus_width"] * 2 / 1e6 / 8
+    clock = testing.nvsmi(["clocks.max.sm"])[0] * 1e3
+    assert testing.get_max_tensorcore_tflops(tl.float16, clock) == p["multiprocessor_count"] * 4 * clock * 512 * 1e-9
+    assert testing.get_max_simd_tflops(tl.float32, clock) == p["multiprocessor_count"] * 4 * clock * 32 * 1e-9
+    testing.assert_close(np.ones(3), np.ones(3) + 1e-3)
+    with pytest.raises(AssertionError):
+        testing.assert_close(np.ones(3), np.ones(3) + 1e-1)
+
+
+def test_prune_functions_get_the_positional_arguments_and_the_launch_meta_apart():
+    seen = []
+
+    def perf_model(x_ptr, y_ptr, n, B, num_warps, num_stages, num_ctas, **kw):
+        seen.append((n, B, kw.get("EXTRA")))
+        return B
+
+    @triton.autotune([triton.Config({"B": 64}), triton.Config({"B": 32}), triton.Config({"B": 128})], key=["n"],
+                     prune_configs_by={"perf_model": perf_model, "top_k": 2,
+                                       "early_config_prune": lambda cfgs, nargs, **kw: [
+                                           c for c in cfgs if "EXTRA" not in nargs and kw["EXTRA"] == 5]})
+    @triton.jit
+    def k(x_ptr, y_ptr, n, EXTRA: tl.constexpr, B: tl.constexpr):
+        o = tl.program_id(0) * B + tl.arange(0, B)
+        tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) + EXTRA, mask=o < n)
+
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros(100, np.float32)
+    k[lambda m: (triton.cdiv(100, m["B"]),)](x, y, 100, EXTRA=5)
+    np.testing.assert_array_equal(y, x + 5)
+    assert sorted(seen) == [(100, 32, 5), (100, 64, 5), (100, 128, 5)]
+
+
+# ---- host code: an operator's CUDA kernel registered with torch.library ------------------------------------------
+
+def test_a_torch_library_cuda_kernel_serves_the_scripts_cuda_tensors(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "lib_op.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+        lib = torch.library.Library("gpusim_probe", "FRAGMENT")
+        lib.define("twice(Tensor x) -> Tensor")
+
+
+        @triton.jit
+        def twice_kernel(x_ptr, y_ptr, n, B: tl.constexpr):
+            o = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) * 2, mask=o < n)
+
+
+        @torch.library.impl(lib, "twice", "Meta")
+        def _(x):
+            return torch.empty_like(x)
+
+
+        @torch.library.impl(lib, "twice", "CUDA")
+        def twice_cuda(x):
+            y = torch.empty_like(x)
+            twice_kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), B=64)
+            return y
+
+
+        x = torch.arange(100, dtype=torch.float32, device="cuda")
+        print("twice", torch.equal(torch.ops.gpusim_probe.twice(x), 2 * x))
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "twice True" in capsys.readouterr().out

@@ -105,6 +105,7 @@ def forget(kernel) -> None:
 
 
 def _prune(tuner, named, kwargs):
+    named = {k: v for k, v in named.items() if k not in kwargs}        # Triton's ``self.nargs``: the positional ones
     configs = list(tuner.configs)
     early = getattr(tuner, "early_config_prune", None)
     if early:
