@@ -44,6 +44,7 @@ ALIASES = {
     "triton.errors": "gpusim.triton._errors", "triton.runtime.errors": "gpusim.triton._errors",
     "triton.compiler": "gpusim.triton.compiler", "triton.compiler.errors": "gpusim.triton._errors",
     "triton.knobs": "gpusim.triton.knobs", "triton.language.math": "gpusim.triton.language.math",
+    "triton.language.random": "gpusim.triton.language.random",
 }
 
 

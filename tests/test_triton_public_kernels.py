@@ -653,3 +653,20 @@ def test_a_torch_library_cuda_kernel_serves_the_scripts_cuda_tensors(tmp_path, c
     '''))
     assert main(["run", str(f), "--compiler", "builtin"]) == 0
     assert "twice True" in capsys.readouterr().out
+
+
+# ---- tl.random (triton.language.random): Triton's test_random.py reaches the Philox helpers through it -----------
+
+@triton.jit
+def random_module_kernel(inp, out, n: tl.constexpr):
+    idx = tl.arange(0, n)
+    tl.store(out + idx, tl.random.uint_to_uniform_float(tl.load(inp + idx)))
+
+
+def test_tl_random_module_names_the_philox_helpers():
+    x = np.array([np.iinfo(np.int32).min, np.iinfo(np.int32).max], np.int32)
+    out = np.zeros(2, np.float32)
+    random_module_kernel[(1,)](x, out, 2)
+    assert out[0] == out[1] and 1.0 - np.finfo(np.float32).eps <= out[0] < 1.0
+    import sys
+    assert sys.modules["gpusim.triton.language.random"].randint is tl.randint
