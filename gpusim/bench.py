@@ -243,11 +243,19 @@ def _cuda_impl_on_host(real_impl):
         if key == "CPU" and op in served:
             return None
         out = real_impl(self, op_name, fn, dispatch_key, **kw)
-        if key == "CUDA":
+        if key == "CUDA" and not _has_kernel(f"{op[0]}::{op[1]}", "CPU"):
             real_impl(self, op_name, fn, "CPU", **kw)
             served.add(op)
         return out
     return impl
+
+
+def _has_kernel(qualname: str, key: str) -> bool:
+    import torch
+    try:
+        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(qualname, key))
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def _no_triton_package() -> bool:
