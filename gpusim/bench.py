@@ -40,6 +40,11 @@ ALIASES = {
     "triton.language.extra.libdevice": "gpusim.triton.language.extra.libdevice",
     "triton.language.extra.cuda": "gpusim.triton.language.extra.cuda",
     "triton.language.extra.cuda.libdevice": "gpusim.triton.language.extra.cuda.libdevice",
+    # Triton's error classes (scripts catch OutOfResources / CompilationError) and its settings namespace
+    "triton.errors": "gpusim.triton._errors", "triton.runtime.errors": "gpusim.triton._errors",
+    "triton.compiler": "gpusim.triton.compiler", "triton.compiler.errors": "gpusim.triton._errors",
+    "triton.knobs": "gpusim.triton.knobs", "triton.language.math": "gpusim.triton.language.math",
+    "triton.language.random": "gpusim.triton.language.random",
 }
 
 
@@ -232,10 +237,15 @@ def torch_cuda_is_host():
         wrap.wrap_triton_enabled.value = False
     except (ImportError, AttributeError):
         wrap = None
+    # an operator's CUDA kernel (``torch.library.impl(lib, "op", "CUDA")``, ``custom_op(device_types="cuda")``)
+    # serves the host tensors that stand for cuda ones: registered for CPU too
+    real_impl = torch.library.Library.impl
+    torch.library.Library.impl = _cuda_impl_on_host(real_impl)
     try:
         with _CudaIsHost():
             yield
     finally:
+        torch.library.Library.impl = real_impl
         for k, f in saved.items():
             setattr(torch.cuda, k, f)
         torch_triton.has_triton_package = has_triton
@@ -243,6 +253,30 @@ def torch_cuda_is_host():
         torch.compile = real_compile
         if wrap is not None:
             wrap.wrap_triton_enabled.value = wrap_before
+
+
+def _cuda_impl_on_host(real_impl):
+    served = set()          # (namespace, op): its CUDA kernel also serves CPU (a CPU kernel of the script's yields)
+
+    def impl(self, op_name, fn, dispatch_key="", **kw):
+        key = dispatch_key or self.dispatch_key
+        op = (self.ns, str(getattr(op_name, "_name", op_name)).split("::")[-1])
+        if key == "CPU" and op in served:
+            return None
+        out = real_impl(self, op_name, fn, dispatch_key, **kw)
+        if key == "CUDA" and not _has_kernel(f"{op[0]}::{op[1]}", "CPU"):
+            real_impl(self, op_name, fn, "CPU", **kw)
+            served.add(op)
+        return out
+    return impl
+
+
+def _has_kernel(qualname: str, key: str) -> bool:
+    import torch
+    try:
+        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(qualname, key))
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def _no_triton_package() -> bool:

@@ -116,8 +116,9 @@ class _UserCode:
     def __exit__(self, tp, exc, tb):
         if isinstance(exc, LaunchError) and not _located(str(exc)):
             fr = _calling_frame(exc, self.path)             # the user's line that made the refused launch
-            if fr is not None:
-                exc.args = (f"{_shown(fr[0])}:{fr[1]}: {exc.args[0] if exc.args else ''}",) + exc.args[1:]
+            where = f"{_shown(fr[0])}:{fr[1]}" if fr is not None else getattr(exc, "gpusim_where", "")
+            if where:          # the script's launch line, else (Triton's OutOfResources) the kernel's
+                exc.args = (f"{where}: {exc.args[0] if exc.args else ''}",) + exc.args[1:]
             return False
         if exc is None or isinstance(exc, (GpusimError, KeyboardInterrupt, SystemExit)) or \
                 not isinstance(exc, Exception):

@@ -332,3 +332,341 @@ def test_a_kernel_interface_wrapper_relaunches_the_compiled_kernel_with_pointer_
         np.testing.assert_array_equal(y[:40], 3 * x)
         k[(3,)](x, _StridedBuffer(y, 10), 40, F=3.0, B=16)        # the second launch: constexprs of the first
     np.testing.assert_array_equal(y[10:50], 3 * x)
+
+
+# ---- Triton's error classes: OutOfResources caught by the script, CompilationError, static_assert -----------------
+
+def test_a_script_catches_out_of_resources_and_tritons_error_classes_import(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "oor.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+        import triton.runtime
+        from triton.runtime.errors import OutOfResources
+        from triton.compiler.errors import CompilationError, CompileTimeAssertionFailure, UnsupportedLanguageConstruct
+        from triton.errors import TritonError
+        assert triton.runtime.OutOfResources is OutOfResources is triton.OutOfResources
+        assert triton.CompilationError is CompilationError and issubclass(OutOfResources, TritonError)
+
+
+        @triton.jit
+        def mm(A, B, C, K, BM: tl.constexpr, BK: tl.constexpr):
+            rm = tl.program_id(0) * BM + tl.arange(0, BM)
+            rn = tl.program_id(1) * BM + tl.arange(0, BM)
+            rk = tl.arange(0, BK)
+            acc = tl.zeros((BM, BM), dtype=tl.float32)
+            for k in range(0, K, BK):
+                a = tl.load(A + rm[:, None] * K + (k + rk)[None, :])
+                b = tl.load(B + (k + rk)[:, None] * K + rn[None, :])
+                acc += tl.dot(a, b)
+            tl.store(C + rm[:, None] * K + rn[None, :], acc)
+
+
+        @triton.jit
+        def sa(X, B: tl.constexpr):
+            tl.static_assert(B == 3, "B must be 3")
+
+
+        K = 256
+        a = torch.randn(K, K, device="cuda", dtype=torch.float16)
+        b = torch.randn(K, K, device="cuda", dtype=torch.float16)
+        c = torch.empty(K, K, device="cuda", dtype=torch.float32)
+        for BM in (256, 64):
+            try:
+                mm[(K // BM, K // BM)](a, b, c, K, BM=BM, BK=128, num_stages=4)
+                print("ran", BM)
+                break
+            except OutOfResources as e:
+                print("caught", BM, e.name, e.required > e.limit, str(e).startswith("out of resource: shared memory"))
+        print("matches", torch.allclose(c, a.float() @ b.float(), atol=1e-2, rtol=1e-2))
+        try:
+            sa[(1,)](a, B=4)
+        except CompileTimeAssertionFailure as e:
+            print("static_assert", isinstance(e, CompilationError), isinstance(e, TritonError))
+        mm[(1, 1)](a, b, c, K, BM=256, BK=128, num_stages=4)
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 2
+    cap = capsys.readouterr()
+    assert "caught 256 shared memory True True" in cap.out and "ran 64" in cap.out and "matches True" in cap.out
+    assert "static_assert True True" in cap.out
+    # uncaught: reported at the script's launch line (the last line of the script)
+    n = len(f.read_text().rstrip("\n").splitlines())
+    assert f"oor.py:{n}: out of resource: shared memory" in cap.err
+
+
+@triton.jit
+def _try_kernel(X):
+    try:
+        x = 1
+    except Exception:
+        pass
+
+
+def test_a_construct_triton_refuses_is_its_unsupported_language_construct():
+    from gpusim.triton._errors import CompilationError, UnsupportedLanguageConstruct
+    with pytest.raises(UnsupportedLanguageConstruct) as ei:
+        _try_kernel[(1,)](np.zeros(1, np.float32))
+    assert isinstance(ei.value, CompilationError) and isinstance(ei.value, triton.TritonError)
+    assert ei.value.line == _line_of(_try_kernel, "try:")
+
+
+# ---- triton.knobs, Autotuner._bench (FlagGems' LibTuner), Config's str ------------------------------------------
+
+def test_knobs_read_set_and_autotuning_print(capsys, monkeypatch):
+    from gpusim.triton import knobs
+    monkeypatch.delenv("TRITON_PRINT_AUTOTUNING", raising=False)
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    assert knobs.autotuning.print is False and knobs.runtime.interpret is False
+    assert knobs.cache.dir.endswith("/.triton/cache") and knobs.compilation.always_compile is False
+    with knobs.cache.scope():
+        knobs.cache.dir = "/tmp/gpusim-knob"
+        assert knobs.cache.dir == "/tmp/gpusim-knob"
+        import os
+        assert os.environ["TRITON_CACHE_DIR"] == "/tmp/gpusim-knob"     # as Triton: propagated to the environment
+    assert knobs.cache.dir.endswith("/.triton/cache")
+    tuned = triton.autotune([triton.Config({"B": 32}, num_warps=1), triton.Config({"B": 64}, num_warps=2)],
+                            key=["n"])(add_one_kernel.fn)
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros(100, np.float32)
+    with knobs.autotuning.scope():
+        knobs.autotuning.print = True
+        tuned[lambda m: (triton.cdiv(100, m["B"]),)](x, y, 100)
+    out = capsys.readouterr().out
+    np.testing.assert_array_equal(y, x + 1)
+    assert "Autotuning kernel add_one_kernel with config B: 32, num_warps: 1, num_ctas: 1, num_stages: 3, " \
+           "maxnreg: None" in out
+    assert "Triton autotuning for function add_one_kernel,\nwith key as (100, 'float32', 'float32'),\nfinished " \
+           "after" in out and "best config selected: B: " in out
+
+
+def test_autotuner_bench_returns_the_simulated_ms_of_one_config():
+    tuner = triton.autotune([triton.Config({"B": 32}, num_warps=1), triton.Config({"B": 1024}, num_warps=4)],
+                            key=["n"])(add_one_kernel)
+    n = 1 << 16
+    x = np.arange(n, dtype=np.float32)
+    y = np.zeros(n, np.float32)
+    tuner.nargs = dict(zip(tuner.arg_names, (x, y, n)))
+    grid = lambda m: (triton.cdiv(n, m["B"]),)
+    times = [tuner._bench(x, y, n, config=c, grid=grid, warmup=False) for c in tuner.configs]
+    assert all(isinstance(t, list) and len(t) == 3 and t[0] == t[1] == t[2] > 0 for t in times)
+    assert times[0][0] < 1.0                  # ms: a 64K-element add is microseconds
+    np.testing.assert_array_equal(y, x + 1)
+
+
+# ---- a block pointer's `.type`, a tile's `.type`, `.to(block type)` ----------------------------------------------
+
+@triton.jit
+def bptr_type_kernel(X, Y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    xb = tl.make_block_ptr(X, shape=(M, N), strides=(N, 1), offsets=(pid * BM, 0), block_shape=(BM, BN), order=(1, 0))
+    yb = tl.make_block_ptr(Y, shape=(M, N), strides=(N, 1), offsets=(pid * BM, 0), block_shape=(BM, BN), order=(1, 0))
+    x = tl.load(xb, boundary_check=(0, 1)).to(tl.float32)
+    tl.static_assert(yb.type.is_ptr() and yb.type.element_ty.is_block())
+    tl.static_assert(yb.type.element_ty.element_ty == tl.float16)
+    tl.static_assert(yb.dtype.element_ty.shape[0] == BM)
+    tl.static_assert(x.type.is_block() and x.type.scalar == tl.float32 and x.type.shape[1] == BN)
+    tl.store(yb, (x * 2).to(yb.type.element_ty), boundary_check=(0, 1))
+
+
+def test_block_pointer_type_and_cast_to_its_element_type():
+    x = np.random.default_rng(0).standard_normal((50, 30)).astype(np.float16)
+    y = np.zeros_like(x)
+    bptr_type_kernel[(4,)](x, y, 50, 30, BM=16, BN=32)
+    np.testing.assert_array_equal(y, (x.astype(np.float32) * 2).astype(np.float16))
+
+
+# ---- constexpr arguments arrive wrapped: `dtype.value`, `N.value` -------------------------------------------------
+
+@triton.jit
+def _cvt_helper(x, dtype: tl.constexpr, n):
+    if dtype.value == tl.float16:
+        return x.to(tl.float16)
+    return x.to(dtype) + n.value
+
+
+@triton.jit
+def constexpr_value_kernel(X, Y, N, BLOCK: tl.constexpr, DT: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    y = _cvt_helper(tl.load(X + o, mask=o < N), DT, 3)
+    tl.store(Y + o, y, mask=o < N)
+    tl.static_assert(BLOCK.value == 128)
+
+
+def test_value_of_a_constexpr_argument_in_a_kernel_and_a_helper():
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros(100, np.float32)
+    constexpr_value_kernel[(1,)](x, y, 100, BLOCK=128, DT=tl.float32)
+    np.testing.assert_array_equal(y, x + 3)
+
+
+# ---- triton.language.standard's helpers, triton.language.math, triton.constexpr_function ----------------------
+
+@triton.constexpr_function
+def _twice(n):
+    return 2 * n
+
+
+@triton.jit
+def stdlib_kernel(X, Y, N: tl.constexpr):
+    from_std = tl.standard
+    o = tl.arange(0, N)
+    x = tl.load(X + o)
+    n_dims: tl.constexpr = from_std._log2(N)
+    tl.static_assert(from_std._is_power_of_two(N) and _twice(N) == 2 * N)
+    for i in tl.static_range(1, n_dims + 1):
+        x = from_std._bitonic_merge(x, i, 2 if i < n_dims else 0, n_dims)
+    tl.store(Y + o, x)
+    s = tl.reduce(x, 0, from_std._sum_combine)
+    idt: tl.constexpr = tl.core.get_int_dtype(32, True)
+    tl.store(Y + N + o, (tl.full((N,), s, tl.float32) + tl.math.exp2(tl.zeros((N,), tl.float32)) - 1).to(idt))
+
+
+def test_standard_library_helpers_and_constexpr_function():
+    import importlib
+    x = np.random.default_rng(1).permutation(64).astype(np.float32)
+    y = np.zeros(128, np.float32)
+    stdlib_kernel[(1,)](x, y, N=64)
+    np.testing.assert_array_equal(y[:64], np.sort(x))
+    np.testing.assert_array_equal(y[64:], np.full(64, x.sum()))
+    from gpusim.triton.language import _get_int_dtype, _log2
+    assert _log2(1024) == 10 and _get_int_dtype(16, False) == tl.uint16
+    # a module gpusim builds in memory has a spec: find_spec + exec_module (xformers' libdevice_find) copy it
+    spec = importlib.util.find_spec("gpusim.triton.language.extra.libdevice")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.rsqrt is tl.extra.libdevice.rsqrt
+
+
+# ---- tl.where between pointers into two arguments (xformers' rope) ----------------------------------------------
+
+@triton.jit
+def where_ptr_kernel(A, B, OUT, N, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    src = tl.where(pid == 0, A, B)
+    o = tl.arange(0, BLOCK)
+    tl.store(OUT + pid * N + o, tl.load(src + o, mask=o < N), mask=o < N)
+
+
+def test_where_between_pointers_of_two_arguments():
+    a = np.arange(10, dtype=np.float32)
+    b = -np.arange(10, dtype=np.float32)
+    out = np.zeros(20, np.float32)
+    where_ptr_kernel[(2,)](a, b, out, 10, BLOCK=16)
+    np.testing.assert_array_equal(out, np.concatenate([a, b]))
+
+
+# ---- atomics through a pointer chosen among arguments (xformers' tiled matmul, split-K) ---------------------------
+
+@triton.jit
+def where_atomic_kernel(C1, C2, X, N, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    c = tl.where(pid % 2 == 0, C1, C2)
+    o = tl.arange(0, BLOCK)
+    tl.atomic_add(c + o, tl.load(X + pid * N + o, mask=o < N), mask=o < N)
+
+
+def test_atomic_add_through_a_pointer_into_another_argument():
+    x = np.arange(40, dtype=np.float32).reshape(4, 10)
+    c1 = np.zeros(10, np.float32)
+    c2 = np.ones(10, np.float32)
+    where_atomic_kernel[(4,)](c1, c2, x, 10, BLOCK=16)
+    np.testing.assert_array_equal(c1, x[0] + x[2])
+    np.testing.assert_array_equal(c2, 1 + x[1] + x[3])
+
+
+# ---- triton.testing's device queries; the perf model gets Triton's arguments ------------------------------------
+
+def test_testing_device_queries_answer_for_the_simulated_gpu():
+    from gpusim.triton import testing
+    from gpusim.triton.runtime import driver
+    p = driver.active.utils.get_device_properties(0)
+    assert testing.get_dram_gbps() == p["mem_clock_rate"] * p["mem_bus_width"] * 2 / 1e6 / 8
+    clock = testing.nvsmi(["clocks.max.sm"])[0] * 1e3
+    assert testing.get_max_tensorcore_tflops(tl.float16, clock) == p["multiprocessor_count"] * 4 * clock * 512 * 1e-9
+    assert testing.get_max_simd_tflops(tl.float32, clock) == p["multiprocessor_count"] * 4 * clock * 32 * 1e-9
+    testing.assert_close(np.ones(3), np.ones(3) + 1e-3)
+    with pytest.raises(AssertionError):
+        testing.assert_close(np.ones(3), np.ones(3) + 1e-1)
+
+
+def test_prune_functions_get_the_positional_arguments_and_the_launch_meta_apart():
+    seen = []
+
+    def perf_model(x_ptr, y_ptr, n, B, num_warps, num_stages, num_ctas, **kw):
+        seen.append((n, B, kw.get("EXTRA")))
+        return B
+
+    @triton.autotune([triton.Config({"B": 64}), triton.Config({"B": 32}), triton.Config({"B": 128})], key=["n"],
+                     prune_configs_by={"perf_model": perf_model, "top_k": 2,
+                                       "early_config_prune": lambda cfgs, nargs, **kw: [
+                                           c for c in cfgs if "EXTRA" not in nargs and kw["EXTRA"] == 5]})
+    @triton.jit
+    def k(x_ptr, y_ptr, n, EXTRA: tl.constexpr, B: tl.constexpr):
+        o = tl.program_id(0) * B + tl.arange(0, B)
+        tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) + EXTRA, mask=o < n)
+
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros(100, np.float32)
+    k[lambda m: (triton.cdiv(100, m["B"]),)](x, y, 100, EXTRA=5)
+    np.testing.assert_array_equal(y, x + 5)
+    assert sorted(seen) == [(100, 32, 5), (100, 64, 5), (100, 128, 5)]
+
+
+# ---- host code: an operator's CUDA kernel registered with torch.library ------------------------------------------
+
+def test_a_torch_library_cuda_kernel_serves_the_scripts_cuda_tensors(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "lib_op.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+        lib = torch.library.Library("gpusim_probe", "FRAGMENT")
+        lib.define("twice(Tensor x) -> Tensor")
+
+
+        @triton.jit
+        def twice_kernel(x_ptr, y_ptr, n, B: tl.constexpr):
+            o = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) * 2, mask=o < n)
+
+
+        @torch.library.impl(lib, "twice", "Meta")
+        def _(x):
+            return torch.empty_like(x)
+
+
+        @torch.library.impl(lib, "twice", "CUDA")
+        def twice_cuda(x):
+            y = torch.empty_like(x)
+            twice_kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), B=64)
+            return y
+
+
+        x = torch.arange(100, dtype=torch.float32, device="cuda")
+        print("twice", torch.equal(torch.ops.gpusim_probe.twice(x), 2 * x))
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "twice True" in capsys.readouterr().out
+
+
+# ---- tl.random (triton.language.random): Triton's test_random.py reaches the Philox helpers through it -----------
+
+@triton.jit
+def random_module_kernel(inp, out, n: tl.constexpr):
+    idx = tl.arange(0, n)
+    tl.store(out + idx, tl.random.uint_to_uniform_float(tl.load(inp + idx)))
+
+
+def test_tl_random_module_names_the_philox_helpers():
+    x = np.array([np.iinfo(np.int32).min, np.iinfo(np.int32).max], np.int32)
+    out = np.zeros(2, np.float32)
+    random_module_kernel[(1,)](x, out, 2)
+    assert out[0] == out[1] and 1.0 - np.finfo(np.float32).eps <= out[0] < 1.0
+    import sys
+    assert sys.modules["gpusim.triton.language.random"].randint is tl.randint

@@ -93,10 +93,24 @@ def _real_module(name: str):
     if name == "gpusim.triton" or name.startswith("gpusim.triton."):
         real = "triton" + name[len("gpusim.triton"):]
         try:
-            return importlib.import_module(real)
+            mod = importlib.import_module(real)
         except ImportError:
             return None
+        return _language_with_core(mod) if real == "triton.language" else mod
     return None
+
+
+def _language_with_core(tl):
+    """gpusim's ``triton.language`` is also its ``.core`` and ``.standard`` (``from triton.language import core`` gives
+    it): for Triton, a module with ``triton.language``'s names and then those of ``core`` and ``standard``
+    (``core.get_int_dtype``, ``standard._log2``)."""
+    merged = _STATE.get("language")
+    if merged is None or merged[0] is not tl:
+        m = types.ModuleType("triton.language")
+        for owner in (tl.standard, tl.core, tl):
+            m.__dict__.update({k: v for k, v in vars(owner).items() if not (k.startswith("__") and k.endswith("__"))})
+        merged = _STATE["language"] = (tl, m)
+    return merged[1]
 
 
 _JITTED: dict = {}
@@ -133,6 +147,15 @@ def _rebind(v):
     mod = type(v).__module__ or ""
     if not mod.startswith("gpusim.triton") and not (getattr(v, "__module__", "") or "").startswith("gpusim.triton"):
         return v
+    if mod == "gpusim.triton._stdlib" or type(v).__name__ == "ConstexprFunction":
+        # Triton's standard-library helpers (``_log2``, ``_sum_combine`` ...) by name; a script's own
+        # ``@triton.constexpr_function`` wrapped by the real one
+        name = getattr(v, "__name__", "")
+        for owner in (tl.standard, tl.core):
+            if name and hasattr(owner, name):
+                return getattr(owner, name)
+        if type(v).__name__ == "ConstexprFunction":
+            return triton.constexpr_function(v.fn)
     if getattr(v, "_gpusim_frontend", None) == "triton" and hasattr(v, "fn"):      # a gpusim @triton.jit helper
         inner = v
         while hasattr(inner, "fn") and not isinstance(inner, types.FunctionType):
@@ -164,8 +187,31 @@ def _rebind(v):
     return v
 
 
+def _annotation_names(fn) -> set[str]:
+    """Names the annotations of ``fn``'s parameters and local variables use (``M: ce`` after ``from
+    triton.language.core import constexpr as ce``): Triton's code generator looks them up as globals, and Python's
+    code object does not name them."""
+    import ast
+    import inspect
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    out = set()
+    for node in ast.walk(tree):
+        ann = node.annotation if isinstance(node, (ast.arg, ast.AnnAssign)) else None
+        if ann is not None:
+            out |= {n.id for n in ast.walk(ann) if isinstance(n, ast.Name)}
+    return out
+
+
+def _global_names(fn) -> set[str]:
+    return _cache._names(fn.__code__) | _annotation_names(fn)
+
+
 def _needs_rebind(fn) -> bool:
-    code_names = _cache._names(fn.__code__)
+    code_names = _global_names(fn)
     for n in code_names:
         v = fn.__globals__.get(n)
         if v is None:
@@ -185,12 +231,12 @@ def jit_of(fn, jit_options: dict):
         f = fn
         if _needs_rebind(fn):
             g = dict(fn.__globals__)
-            for n in _cache._names(fn.__code__):
+            for n in _global_names(fn):
                 if n in g:
                     g[n] = _rebind(g[n])
             f = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
             f.__kwdefaults__ = fn.__kwdefaults__
-            f.__annotations__ = dict(getattr(fn, "__annotations__", {}))
+            f.__annotations__ = {k: _rebind(a) for k, a in (getattr(fn, "__annotations__", {}) or {}).items()}
             f.__module__ = fn.__module__
             f.__qualname__ = fn.__qualname__
             f.__doc__ = fn.__doc__

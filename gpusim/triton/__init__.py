@@ -32,6 +32,7 @@ import sys
 import types
 
 from .. import trace as _trace
+from ..errors import CompileError
 from . import _launch, language, runtime, testing
 from ._dtypes import constexpr
 from ._buffers import data_ptr
@@ -42,7 +43,8 @@ __version__ = "3.6.0"
 
 __all__ = ["jit", "JITFunction", "KernelInterface", "OutOfResources", "CompilationError", "TensorWrapper",
            "reinterpret", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
-           "trace_launch", "run_launch", "constexpr", "runtime", "testing", "data_ptr", "set_allocator"]
+           "trace_launch", "run_launch", "constexpr", "runtime", "testing", "data_ptr", "set_allocator", "TritonError",
+           "InterpreterError", "knobs", "compiler", "errors", "constexpr_function"]
 
 
 
@@ -152,18 +154,6 @@ class KernelParam:
         return f"KernelParam({self.num}, {self.name!r}, constexpr={self.is_constexpr})"
 
 
-class OutOfResources(Exception):
-    """``triton.runtime.OutOfResources`` (raised by a launch that needs more shared memory or registers)."""
-
-    def __init__(self, required=0, limit=0, name=""):
-        self.required, self.limit, self.name = required, limit, name
-        super().__init__(f"out of resource: {name}, Required: {required}, Hardware limit: {limit}")
-
-
-class InterpreterError(Exception):
-    """``triton.runtime.InterpreterError``."""
-
-
 class JITFunction(KernelInterface):
     """A ``@triton.jit`` kernel: ``kernel[grid](*args, **meta)`` launches it."""
 
@@ -247,7 +237,11 @@ def _run(kernel, grid, args, kwargs):
     (scripts read its n_regs, n_spills, metadata.shared; libraries relaunch it with ``ck[grid](*args)``)."""
     record = bool(_trace.launch_observers)
     gpu = _session_gpu()
-    tr = execute(kernel, grid, args, kwargs, record=record, gpu=gpu)
+    try:
+        tr = execute(kernel, grid, args, kwargs, record=record, gpu=gpu)
+    except CompileError as e:          # gpusim's refusal at compile time: raised as Triton's class
+        errors.as_triton(e)
+        raise
     if tr is None:
         return None
     _trace.publish_launch(tr)
@@ -293,6 +287,20 @@ class Config:
 
     def __repr__(self):
         return f"Config({self.kwargs}, num_warps={self.num_warps}, num_stages={self.num_stages})"
+
+    def __str__(self):
+        res = [f"{k}: {v}" for k, v in self.kwargs.items()]
+        res += [f"num_warps: {self.num_warps}", f"num_ctas: {self.num_ctas}", f"num_stages: {self.num_stages}",
+                f"maxnreg: {self.maxnreg}"]
+        return ", ".join(res)
+
+    def __hash__(self):
+        return hash((*self.all_kwargs().items(), self.pre_hook))
+
+    def __eq__(self, other):
+        if not isinstance(other, Config):
+            return NotImplemented
+        return self.all_kwargs() == other.all_kwargs() and self.pre_hook == other.pre_hook
 
 
 class Autotuner(KernelInterface):
@@ -340,6 +348,12 @@ class Autotuner(KernelInterface):
         self.nargs = dict(zip(self.arg_names, args))
         return _run(self, grid, args, kwargs)
 
+    def _bench(self, *args, config, **meta):
+        """Triton's ``_bench``: one config's simulated time in ms, ``[median, p20, p80]`` (``meta`` holds ``grid``)."""
+        from . import _autotune, _launch
+        return _autotune.bench(self, args, config, meta, execute_spec=_launch.execute, resolve=_launch.resolve,
+                               gpu=_session_gpu())
+
     def prune_configs(self, kwargs: dict) -> list:
         """Triton's ``prune_configs``: ``early_config_prune`` then ``perf_model``'s top_k (on ``self.nargs``)."""
         from ._autotune import _prune
@@ -377,12 +391,19 @@ def heuristics(values):
     return lambda fn: Heuristics(fn, getattr(fn, "arg_names", None), values)
 
 
-from ..errors import CompileError as CompilationError  # noqa: E402  (``triton.CompilationError``)
+from ._errors import (CompilationError, InterpreterError, OutOfResources, TritonError,  # noqa: E402
+                      CompileTimeAssertionFailure, UnsupportedLanguageConstruct, PTXASError, AutotunerError)
+from . import _stdlib  # noqa: E402
+from ._stdlib import constexpr_function  # noqa: E402
+_stdlib.HELPER = _launch._Helper           # the standard library's JIT helpers are called as any helper
+from . import _errors as errors, compiler, knobs  # noqa: E402  (``triton.errors``, ``triton.compiler``, ``triton.knobs``)
 
 # ``triton.runtime``'s names, as Triton exports them there too (``triton.runtime.Autotuner`` ...)
 for _n in ("Autotuner", "Config", "Heuristics", "autotune", "heuristics", "JITFunction", "KernelInterface",
            "TensorWrapper", "reinterpret", "OutOfResources", "InterpreterError", "jit"):
     setattr(runtime, _n, globals()[_n])
 del _n
+runtime.errors = errors
+compiler.errors = errors
 
 _launch.register_package(sys.modules[__name__])      # a kernel's ``triton`` global is rebound to this package

@@ -105,6 +105,7 @@ def forget(kernel) -> None:
 
 
 def _prune(tuner, named, kwargs):
+    named = {k: v for k, v in named.items() if k not in kwargs}        # Triton's ``self.nargs``: the positional ones
     configs = list(tuner.configs)
     early = getattr(tuner, "early_config_prune", None)
     if early:
@@ -191,6 +192,8 @@ def execute(kernel, tuner, grid, args, kwargs, *, record: bool, gpu, execute_spe
             why = ["not timed (no timing engine loaded)"] * len(configs)
         else:
             for i, cfg in enumerate(configs):
+                if _verbose():
+                    print(f"Autotuning kernel {_fn_name(tuner)} with config {cfg}")
                 saved = {n: _clone(named[n]) for n in restore}
                 for n in reset:
                     _zero(named[n])
@@ -203,8 +206,10 @@ def execute(kernel, tuner, grid, args, kwargs, *, record: bool, gpu, execute_spe
                     msg = str(e)
                     if not ("out of resource" in msg or "Static assert" in msg or "static_assert" in msg):
                         raise
+                    if _verbose():
+                        print(f"Autotuning failed with {e}")
                     cycles.append(None)
-                    why.append(msg.split(": ", 1)[-1][:160])
+                    why.append((msg if getattr(e, "gpusim_where", None) is not None else msg.split(": ", 1)[-1])[:160])
                     continue
                 finally:
                     for n, v in saved.items():
@@ -219,6 +224,9 @@ def execute(kernel, tuner, grid, args, kwargs, *, record: bool, gpu, execute_spe
                 raise LaunchError(f"autotune of {spec0.name!r}: no config could run: " + "; ".join(why))
         tuned = _Tuned(key, configs, cycles, why, best, time.perf_counter() - t0, len(configs_all))
         cache[key] = tuned
+        if _verbose():
+            print(f"Triton autotuning for function {_fn_name(tuner)},\nwith key as {key},\n"
+                  f"finished after {tuned.seconds:.2f}s,\nbest config selected: {configs[best]};")
         for n in reset:
             _zero(named[n])
     cfg = tuned.configs[tuned.best]
@@ -311,3 +319,55 @@ def _annotate(tr, tuned: _Tuned, fresh: bool, gpu=None):
                     for c, t, w in zip(tuned.configs, tuned.cycles, tuned.why)],
         "ranking": rows,
     }
+
+
+def _verbose() -> bool:
+    """``triton.knobs.autotuning.print`` (or ``TRITON_PRINT_AUTOTUNING=1``): print what Triton's autotuner prints."""
+    from . import knobs
+    return bool(knobs.autotuning.print)
+
+
+def _fn_name(tuner) -> str:
+    fn = getattr(tuner, "base_fn", None) or getattr(tuner, "fn", None)
+    while fn is not None and not isinstance(fn, types.FunctionType) and hasattr(fn, "fn"):
+        fn = fn.fn
+    return getattr(fn, "__name__", "kernel")
+
+
+def bench(tuner, args, config, meta, *, execute_spec, resolve, gpu) -> list:
+    """Triton's private ``Autotuner._bench(*args, config=, **meta)`` (FlagGems' LibTuner calls it): the simulated
+    time of one config on these arguments, in ms, as Triton's ``do_bench`` quantiles ``[median, p20, p80]``
+    (one simulation: the three are equal); a config that runs out of resources (or fails a static_assert) gives
+    ``[inf, inf, inf]``.  ``meta`` carries the launch's ``grid`` (Triton's ``kernel[grid]`` passes it there)."""
+    meta = dict(meta)
+    grid = meta.pop("grid")
+    meta.pop("warmup", None)
+    if _verbose():
+        print(f"Autotuning kernel {_fn_name(tuner)} with config {config}")
+    conflicts = meta.keys() & (getattr(config, "kwargs", {}) or {}).keys()
+    if conflicts:
+        raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}."
+                         " Make sure that you don't re-define auto-tuned symbols.")
+    named = {**dict(zip(getattr(tuner, "arg_names", []) or [], args)), **meta, **_all_kwargs(config)}
+    if getattr(config, "pre_hook", None):
+        config.pre_hook(named)
+    hook = getattr(tuner, "pre_hook", None)
+    if hook is not None:
+        hook(named)
+    try:
+        tr = execute_spec(resolve(tuner, config=config), grid, list(args), meta, record=True, gpu=gpu)
+    except (LaunchError, CompileError) as e:
+        msg = str(e)
+        if not ("out of resource" in msg or "Static assert" in msg or "static_assert" in msg):
+            raise
+        if _verbose():
+            print(f"Autotuning failed with {e}")
+        return [float("inf")] * 3
+    post = getattr(tuner, "post_hook", None)
+    if post is not None:
+        post(named, exception=None)
+    if _trace.benchmarker is None:
+        return [0.0] * 3
+    mhz = _clock_mhz(gpu) or 1000.0
+    ms = float(_trace.benchmarker(tr, gpu)) / (mhz * 1e3)
+    return [ms, ms, ms]

@@ -637,3 +637,15 @@ def assert_(cond, msg=None):
         return
     if not cond:
         fail(CompileError, f"assertion failed: {msg}" if msg is not None else "assertion failed")
+
+
+def cvalue(x):
+    """``x.value`` in a kernel or helper.  Triton's code generator hands constexpr parameters, literals and the
+    dtype / int / float / bool arguments of a JIT helper over wrapped in ``tl.constexpr`` (whose ``.value`` is the
+    plain value); gpusim passes them plain, so ``.value`` of such a value is the value itself."""
+    try:
+        return x.value
+    except AttributeError:
+        if x is None or isinstance(x, (bool, int, float, C.dtype)):
+            return x
+        raise

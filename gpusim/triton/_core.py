@@ -23,8 +23,9 @@ import numpy as np
 from ..errors import CompileError, UnsupportedConstruct
 from . import _axisinfo as AI
 from ._buffers import Buffer
-from ._dtypes import (ALL_DTYPES, ROUNDED, _dispatch_binop, bfloat16, block_type, constexpr, dtype, dtype_of_numpy, float16,
-                      float32, float64, int1, int8, int16, int32, int64, pointer_type, round_tf32, round_to,
+from ._dtypes import (ALL_DTYPES, ROUNDED, _dispatch_binop, bfloat16, block_type, constexpr, dtype, dtype_of_numpy,
+                      float16, float32, float64, int1, int8, int16, int32, int64, pointer_type, round_tf32, round_to,
+                      scalar_of,
                       to_compute, to_storage, uint8, uint16, uint32, uint64, unsupported_dtype, unwrap)
 from ._state import State, user_line, user_site
 
@@ -650,7 +651,7 @@ def trans(x, *dims) -> tensor:
 # ---------------------------------------------------------------------------------------------------------
 
 def cast(x, dt, bitcast=False, fp_downcast_rounding=None) -> tensor:
-    dt = unwrap(dt)
+    dt = scalar_of(unwrap(dt))         # ``x.to(bptr.type.element_ty)`` (a block type): Triton casts to its scalar
     if not isinstance(dt, dtype):
         fail(CompileError, f"{dt!r} is not a triton dtype")
     if isinstance(getattr(dt, "element_ty", dt), unsupported_dtype):

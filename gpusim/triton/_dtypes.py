@@ -326,16 +326,44 @@ def unwrap(x):
 # ---------------------------------------------------------------------------------------------------------
 
 class block_type:
+    """Triton's ``block_type``: a tile's type (``x.type``; a block pointer's ``ptr.type.element_ty``)."""
+
     def __init__(self, element_ty, shape):
         self.element_ty = element_ty
-        self.shape = list(shape)
+        self.shape = [unwrap(s) for s in shape]
         self.scalar = element_ty
+        self.numel = int(np.prod(self.shape)) if self.shape else 1
+        self.name = f"<{self.shape}, {element_ty}>"
 
     def is_block(self):
         return True
 
+    def is_ptr(self):
+        return False
+
+    def get_block_shapes(self):
+        return tuple(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * (self.element_ty.primitive_bitwidth // 8)
+
+    def __eq__(self, other):
+        return isinstance(other, block_type) and self.element_ty == other.element_ty and self.shape == other.shape
+
+    def __hash__(self):
+        return hash((self.element_ty, tuple(self.shape)))
+
+    def __str__(self):
+        return self.name
+
     def __repr__(self):
         return f"<{self.shape}, {self.element_ty!r}>"
+
+
+def scalar_of(t):
+    """A block type's scalar type (Triton's ``.scalar``); any other value as it is."""
+    return t.scalar if isinstance(t, block_type) else t
 
 
 # ---------------------------------------------------------------------------------------------------------

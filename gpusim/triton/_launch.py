@@ -22,6 +22,7 @@ from ..errors import CompileError, GpusimError, KernelError, LaunchError, Unsupp
 from ..trace import KernelTrace, OpKind, Space, WARP
 from . import _axisinfo as AI
 from . import _builtins
+from ._resources import check_shared
 from . import _control
 from . import _core as C
 from . import _lower as L
@@ -655,6 +656,8 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
         chunk = max(1, min(n, CHUNK_ELEMENTS // max(1, st.max_numel)))
     # the real compiler (when in use) after the probe, so that its register spills enter the chunks' traces
     cc = _realcc.outcome(spec, vals, values0, W, S, launch_options, cfg) if record else None
+    if cc is not None and cc.result is not None:       # the real compiler's shared memory: refused before running
+        check_shared(spec, cc.result.shared_bytes, cfg.sm.max_shared_per_cta_bytes)
     spill_plan = L.SpillPlan.of(cc.result, cfg, W) if cc is not None else None
     tables = []
     start = 0
@@ -718,11 +721,7 @@ def _build_trace(spec, grid3, W, S, cfg, tables, stats, chunk, n, cc=None, value
         # fewer, records/ncu_*.json)
         regs, smem, local_bytes = max(16, real.registers), real.shared_bytes, real.stack_bytes
         spill = real.stack_bytes // 4                  # Triton's n_spills: the local memory size / 4
-    if smem > cfg.sm.max_shared_per_cta_bytes:
-        file, first = _rewrite.source_of(spec.fn)[2], _rewrite.source_of(spec.fn)[1]
-        raise LaunchError(f"{file}:{first}: kernel {spec.name!r}: out of resource: shared memory, Required: {smem}, "
-                          f"Hardware limit: {cfg.sm.max_shared_per_cta_bytes}. Reducing block sizes or `num_stages` "
-                          f"may help.")
+    check_shared(spec, smem, cfg.sm.max_shared_per_cta_bytes)     # Triton's OutOfResources
     src_file = _rewrite.source_of(spec.fn)[2]
     lines = sorted({o.line for t in tables for o in t.ops if o.line})
     source_lines = {ln: linecache.getline(src_file, ln).rstrip("\n") for ln in lines}

@@ -185,6 +185,20 @@ def clamp(x, min, max, propagate_nan=None):
     return minimum(maximum(x, min, propagate_nan), max, propagate_nan)
 
 
+def _rebase(p: tensor, buf) -> tensor:
+    """Pointer ``p`` as element offsets from ``buf``'s memory: lanes that point into ``p``'s own argument are out of
+    ``buf``'s range, and loads and stores reach that argument as they reach any other argument's address."""
+    eb = buf.elem_bytes
+    d = p.buf.base_addr - buf.base_addr
+    if p.buf.elem_bytes != eb or d % eb:
+        fail(UnsupportedConstruct, "tl.where between pointers to elements of different sizes is not supported")
+    out = tensor(p.v.astype(np.int64) + d // eb, p.dtype, p.shape, p.ax)
+    for k in ("lay", "src", "lsrc", "dsrc", "aff", "bk"):
+        setattr(out, k, getattr(p, k))
+    out.buf = buf
+    return out
+
+
 def where(condition, x, y):
     c = to_tensor(unwrap(condition))
     if c.dtype is not int1:
@@ -194,8 +208,10 @@ def where(condition, x, y):
     ty = y if isinstance(y, tensor) else to_tensor(y)
     shape = C.broadcast_shapes(C.broadcast_shapes(c.shape, tx.shape), ty.shape)
     if tx.dtype.is_ptr() or ty.dtype.is_ptr():
-        if not (tx.dtype.is_ptr() and ty.dtype.is_ptr()) or tx.buf.flat is not ty.buf.flat:
-            fail(UnsupportedConstruct, "tl.where between pointers into different arguments is not supported")
+        if not (tx.dtype.is_ptr() and ty.dtype.is_ptr()):
+            fail(CompileError, f"tl.where between a pointer and a non-pointer ({tx.dtype!r}, {ty.dtype!r})")
+        if tx.buf.flat is not ty.buf.flat:
+            ty = _rebase(ty, tx.buf)       # xformers' rope: ``tl.where(is_q, xq, xk)``, two arguments' pointers
         ct = tx.dtype
         a, b = vshape(tx, shape), vshape(ty, shape)
     else:

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
 from . import _core as C
-from ._core import bfloat16, binary, cast, fail, int1, tensor, to_tensor, unwrap, vshape
+from ._core import (bfloat16, binary, block_type, cast, fail, int1, pointer_type, tensor, to_tensor, unwrap,
+                    vshape)
 from ._ops_tile import arange
 
 
@@ -361,11 +362,14 @@ def atomic(op: str, pointer, val, mask=None, sem=None, scope=None, cmp=None):
         for p in np.nonzero(rp)[0].tolist():
             old[p] = st.replayed.get((p, int(st.write_idx[p])), 0)
         mm = mm & ~rep.reshape((P0,) + (1,) * len(shape))
+    groups = [(buf, mm, o)]
     sel_o = o[mm]
-    if sel_o.size:
-        if sel_o.min() < 0 or sel_o.max() >= buf.n:
-            _oob(buf, o, mm, f"atomic_{op}")
-            fail(UnsupportedConstruct, f"atomic_{op} across argument arrays is not supported")
+    if sel_o.size and (sel_o.min() < 0 or sel_o.max() >= buf.n):
+        groups = _atomic_groups(buf, o, mm, op)     # lanes reaching other arguments' memory (xformers' split-K)
+    for buf, mm, o in groups:
+        sel_o = o[mm]
+        if not sel_o.size:
+            continue
         sel_v = vv[mm]
         flat = buf.flat
         raw_before = flat[sel_o]
@@ -430,6 +434,27 @@ def atomic(op: str, pointer, val, mask=None, sem=None, scope=None, cmp=None):
     return out
 
 
+def _atomic_groups(buf, o, mm, op):
+    """(buffer, lanes, element offsets in that buffer) of an atomic whose lanes reach other arguments' memory (a
+    pointer chosen per program among several arguments): each group is read-modified-written in its own buffer."""
+    _oob(buf, o, mm, f"atomic_{op}")           # OutOfBounds for a lane outside every argument
+    inside = (o >= 0) & (o < buf.n)
+    groups = [(buf, mm & inside, o)]
+    addr = buf.base_addr + o.astype(np.int64) * buf.elem_bytes
+    rest = mm & ~inside
+    for b in C.ST.buffers:
+        if b is buf or b.flat is buf.flat or not rest.any():
+            continue
+        hit = rest & (addr >= b.base_addr) & (addr + buf.elem_bytes <= b.base_addr + b.n * b.elem_bytes)
+        if hit.any():
+            if b.dtype != buf.dtype:
+                fail(UnsupportedConstruct, f"atomic_{op} through a {buf.dtype!r} pointer into argument {b.name!r} "
+                                           f"of {b.dtype!r} elements is not supported")
+            groups.append((b, hit, (addr - b.base_addr) // b.elem_bytes))
+            rest = rest & ~hit
+    return groups
+
+
 _SEMS = ("relaxed", "acquire", "release", "acq_rel")
 
 
@@ -453,8 +478,14 @@ class BlockPtr:
         self.offsets, self.block_shape, self.order = list(offsets), [int(unwrap(b)) for b in block_shape], order
 
     @property
+    def type(self):
+        """Triton's: a pointer to a block (``ptr.type.element_ty`` is the block's type, ``.element_ty`` of that
+        the scalar type)."""
+        return pointer_type(block_type(self.base.dtype.element_ty, self.block_shape))
+
+    @property
     def dtype(self):
-        return self.base.dtype
+        return self.type
 
     def _tile(self, boundary_check):
         ptr = self.base

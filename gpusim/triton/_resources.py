@@ -93,3 +93,15 @@ def shared_estimate(stats: Stats) -> tuple[int, dict]:
                         "largest reduction/layout-conversion scratch; pipeline buffer = num_stages x tile bytes per "
                         "cp.async-pipelined load"}
     return reg.smem(), basis
+
+
+def check_shared(spec, smem: int, limit: int) -> None:
+    """Triton's ``CompiledKernel._init_handles``: a kernel needing more shared memory per CTA than the GPU's opt-in
+    limit raises ``OutOfResources`` at its launch."""
+    if smem > limit:
+        from ._rewrite import source_of
+        from . import _errors
+        _, first, file = source_of(spec.fn)
+        e = _errors.OutOfResources(int(smem), int(limit), "shared memory")
+        e.gpusim_where = f"{file}:{first}: kernel {spec.name!r}"
+        raise e

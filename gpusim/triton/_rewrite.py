@@ -15,6 +15,7 @@ import textwrap
 import types
 
 from ..errors import UnsupportedConstruct
+from ._errors import UnsupportedLanguageConstruct
 from ._state import _CODE_INFO
 from ._strict import check_function
 
@@ -90,7 +91,7 @@ class _Rewriter(ast.NodeTransformer):
         self.ret_var = None             # a helper with a `return` under a condition: its HelperReturns
 
     def _unsupported(self, node, what):
-        raise UnsupportedConstruct(f"{what} is not supported in Triton kernels", file=self.filename,
+        raise UnsupportedLanguageConstruct(f"{what} is not supported in Triton kernels", file=self.filename,
                                    line=getattr(node, "lineno", 0))
 
     # ---- function ----------------------------------------------------------------------------------
@@ -246,6 +247,13 @@ class _Rewriter(ast.NodeTransformer):
                                                  kw_defaults=[], kwarg=None, defaults=[]), body=self.visit(e))
         return ast.copy_location(_call("__g_rt.ifexp", [self.visit(node.test), lam(node.body), lam(node.orelse)]),
                                  node)
+
+    def visit_Attribute(self, node: ast.Attribute):
+        node = self.generic_visit(node)
+        if node.attr == "value" and isinstance(node.ctx, ast.Load):
+            # ``n.value``: Triton hands constexpr arguments over wrapped in ``tl.constexpr`` (see _control.cvalue)
+            return ast.copy_location(_call("__g_rt.cvalue", [node.value]), node)
+        return node
 
     def visit_Lambda(self, node):
         return node

@@ -24,6 +24,7 @@ import os
 import types
 
 from ..errors import CompileError, UnsupportedConstruct
+from ._errors import UnsupportedLanguageConstruct
 
 #: node types Triton 3.6's CodeGenerator has a visitor for (operators, contexts and comprehension parts are
 #: visited through their parents); Break/Continue/With/Try are refused by the rewriter with its own message
@@ -82,7 +83,7 @@ class _Checker(ast.NodeTransformer):
         self.is_kernel = is_kernel
         self.in_if = 0
 
-    def _refuse(self, node, msg, cls=UnsupportedConstruct):
+    def _refuse(self, node, msg, cls=UnsupportedLanguageConstruct):
         """At once outside any ``if``; under one, when reached (a call that raises stands in the node's place)."""
         line = getattr(node, "lineno", 0)
         if not self.in_if:

@@ -215,10 +215,11 @@ def device_assert(cond, msg="", mask=None):
 
 
 # ---- tl.math / tl.extra -------------------------------------------------------------------------------------------
-math = _types.SimpleNamespace(exp=exp, exp2=exp2, log=log, log2=log2, sin=sin, cos=cos, sqrt=sqrt, sqrt_rn=sqrt_rn,
-                              rsqrt=rsqrt, erf=erf, floor=floor, ceil=ceil, abs=abs, fma=fma, fdiv=fdiv, div_rn=div_rn,
-                              umulhi=umulhi, sigmoid=sigmoid, softmax=softmax, cdiv=cdiv, max=max, min=min,
-                              maximum=maximum, minimum=minimum)
+math = _types.ModuleType(__name__ + ".math")        # ``triton.language.math`` (``from ... import exp2``)
+math.__dict__.update(exp=exp, exp2=exp2, log=log, log2=log2, sin=sin, cos=cos, sqrt=sqrt, sqrt_rn=sqrt_rn,
+                     rsqrt=rsqrt, erf=erf, floor=floor, ceil=ceil, abs=abs, fma=fma, fdiv=fdiv, div_rn=div_rn,
+                     umulhi=umulhi, sigmoid=sigmoid, softmax=softmax, cdiv=cdiv, max=max, min=min,
+                     maximum=maximum, minimum=minimum)
 
 
 def _pow(x, y):
@@ -253,6 +254,10 @@ randn = _ops_random.randn
 randn4x = _ops_random.randn4x
 uint_to_uniform_float = _ops_random.uint_to_uniform_float
 pair_uniform_to_normal = _ops_random.pair_uniform_to_normal
+random = _types.ModuleType(__name__ + ".random")      # ``tl.random.uint_to_uniform_float`` (triton.language.random)
+random.__dict__.update(philox=philox, philox_impl=philox, randint=randint, randint4x=randint4x, rand=rand,
+                       rand4x=rand4x, randn=randn, randn4x=randn4x, uint_to_uniform_float=uint_to_uniform_float,
+                       pair_uniform_to_normal=pair_uniform_to_normal, N_ROUNDS_DEFAULT=_ops_random.N_ROUNDS_DEFAULT)
 
 # ---- libdevice: ``from triton.language.extra import libdevice`` / ``extra.cuda.libdevice`` -----------------------------
 from . import _libdevice  # noqa: E402
@@ -279,6 +284,16 @@ extra, _libdevice_ns = _extra_modules()
 # language's types and builtins) and ``tl.standard`` name this same namespace
 import sys as _sys  # noqa: E402
 core = standard = _sys.modules[__name__]
+_sys.modules[math.__name__] = math
+_sys.modules[random.__name__] = random
+
+# ``triton.language.standard``'s helpers (``_log2``, ``_sum_combine`` ...) and ``core``'s (``get_int_dtype`` ...)
+from . import _stdlib  # noqa: E402
+_stdlib.install(core)
+for _m in (math, random, extra, extra.cuda, extra.libdevice):
+    _stdlib.give_spec(_m)
+for _n in _stdlib.JIT_HELPERS + _stdlib.CONSTEXPR_FUNCTIONS + _stdlib.CORE_NAMES:
+    globals()[_n] = getattr(_stdlib, _n)
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "core", "standard")]
 _C.register_methods(globals())          # tl functions are also tensor methods: x.sum(0), x.exp() ...

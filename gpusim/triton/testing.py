@@ -323,3 +323,87 @@ def figure(t: Table):
 def perf_report(benchmarks):
     """Triton's ``perf_report``: ``@perf_report(Benchmark(...))`` makes a ``Mark`` whose ``.run`` benchmarks."""
     return lambda fn: Mark(fn, benchmarks)
+
+
+# ---- Triton's device-query helpers (matmul_perf_model.py and tuners read them), for the simulated GPU ------------
+
+_NVSMI = {"clocks.max.sm": lambda c: c.chip.sm_clock_mhz, "clocks.current.sm": lambda c: c.chip.sm_clock_mhz,
+          "clocks.max.memory": lambda c: c.dram.mem_clock_mhz, "clocks.current.memory": lambda c: c.dram.mem_clock_mhz,
+          "memory.total": lambda c: c.dram.size_bytes >> 20 if hasattr(c.dram, "size_bytes") else 81559}
+
+
+def nvsmi(attrs):
+    """``nvidia-smi --query-gpu=...`` of the simulated GPU (the clocks in MHz)."""
+    cfg = _runtime._current_gpu()
+    out = []
+    for a in attrs:
+        if a not in _NVSMI:
+            raise FileNotFoundError(f"nvidia-smi: gpusim answers {', '.join(sorted(_NVSMI))}, not {a!r}")
+        out.append(int(_NVSMI[a](cfg)))
+    return out
+
+
+def get_dram_gbps(device=None):
+    """DRAM bandwidth in GB/s, from the device properties (as Triton computes it)."""
+    p = _runtime.driver.active.utils.get_device_properties(device)
+    return p["mem_clock_rate"] * p["mem_bus_width"] * 2 / 1e6 / 8
+
+
+def _ops_per_sub_core(dtype, table) -> int:
+    name = str(getattr(dtype, "name", None) or dtype).replace("torch.", "")
+    for names, ops in table:
+        if name in names:
+            return ops
+    raise RuntimeError("dtype not supported")
+
+
+def get_max_tensorcore_tflops(dtype, clock_rate, device=None):
+    """Triton's formula: SMs x 4 sub-cores x ops per sub-core per clock (clock_rate in kHz)."""
+    n = _runtime.driver.active.utils.get_device_properties(device)["multiprocessor_count"] * 4
+    ops = _ops_per_sub_core(dtype, ((("float32", "int32", "fp32"), 256), (("float16", "bfloat16", "int16", "fp16",
+                                                                           "bf16"), 512),
+                                    (("int8", "fp8e4nv", "fp8e4b15", "fp8e5", "float8e4nv", "float8e5"), 1024)))
+    return n * clock_rate * ops * 1e-9
+
+
+def get_max_simd_tflops(dtype, clock_rate, device=None):
+    n = _runtime.driver.active.utils.get_device_properties(device)["multiprocessor_count"] * 4
+    ops = _ops_per_sub_core(dtype, ((("float32", "fp32"), 32), (("float16", "bfloat16", "fp16", "bf16"), 64)))
+    return n * clock_rate * ops * 1e-9
+
+
+def assert_close(x, y, atol=None, rtol=None, err_msg=''):
+    """Triton's ``assert_close`` (numpy's, atol 1e-2 and rtol 0 by default; callables take the dtype)."""
+    import numpy as np
+
+    def arr(v):
+        if hasattr(v, "detach"):
+            v = v.detach().cpu()
+            v = v.float() if str(v.dtype) == "torch.bfloat16" else v
+            return v.numpy(), v.dtype
+        a = np.asarray(v)
+        return a, a.dtype
+    x, dt = arr(x)
+    y, _ = arr(y)
+    atol = 1e-2 if atol is None else (atol(dt) if callable(atol) else atol)
+    rtol = 0. if rtol is None else (rtol(dt) if callable(rtol) else rtol)
+    if x.size > 1 or y.size > 1:
+        np.testing.assert_allclose(x, y, atol=atol, rtol=rtol, equal_nan=True)
+        return
+    if not np.allclose(x, y, atol=atol, rtol=rtol):
+        raise AssertionError(f'{err_msg} {x} is not close to {y} (atol={atol}, rtol={rtol})')
+
+
+def set_gpu_clock(ref_sm_clock=1350, ref_mem_clock=1215):
+    """Triton's clock lock: nothing to lock on a simulated GPU; yields Triton's (tflops, gbps) figures."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def cm():
+        yield 1e-6 * 2 * 108 * 4 * 256 * ref_sm_clock, 640 * 2 * ref_mem_clock * 1e-3
+    return cm()
+
+
+def cuda_memcheck(**target_kwargs):
+    """Triton's decorator runs the test under cuda-memcheck; gpusim checks every access itself: the test as it is."""
+    return lambda test_fn: test_fn
