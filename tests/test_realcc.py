@@ -591,7 +591,7 @@ SCRIPT_TRITON = textwrap.dedent('''
     add_kernel[(triton.cdiv(5000, 1024),)](x, y, out, 5000, BLOCK_SIZE=1024)
     assert torch.equal(out, x + y)
     try:
-        import triton.compiler          # the script itself still gets the stand-in's refusal
+        import triton.backends          # the script itself still gets the stand-in's refusal
     except ImportError:
         print("REFUSED")
 ''')
