@@ -972,3 +972,39 @@ def test_for_loop_over_a_list_display():
     i = np.arange(32)
     ref = sum(a[(i + j) % 32] * j for j in (1, 2, 4, 8)) + 3 * a
     np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.contract
+def test_real_compiler_sees_numbas_random_module_through_cuda_random(tmp_path, capsys, monkeypatch):
+    """``cuda.random.xoroshiro128p_*`` in a script run as it is: the script imported ``numba.cuda.random`` (gpusim's),
+    and the real compiler is handed numba's ``numba.cuda`` with its ``random`` submodule (its registers, not the
+    estimate)."""
+    from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
+    src = tmp_path / "rng_attr.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+        from numba.cuda.random import create_xoroshiro128p_states
+
+        @cuda.jit
+        def draw(states, out):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = cuda.random.xoroshiro128p_uniform_float32(states, i)
+
+        st = create_xoroshiro128p_states(64, seed=1)
+        out = cuda.device_array(64, dtype=np.float32)
+        draw[2, 32](st, out)
+        v = out.copy_to_host()
+        assert ((v >= 0) & (v < 1)).all() and len(set(v.tolist())) == 64
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "has no attribute 'random'" not in out

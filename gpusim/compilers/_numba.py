@@ -88,6 +88,19 @@ def _numba_module(name: str):
 
 _DEVICE: dict = {}
 
+#: ``numba.cuda``'s submodules a kernel reaches as attributes of ``cuda`` (``cuda.random.xoroshiro128p_*``): the
+#: script imported them under the stand-in (``from numba.cuda.random import ...`` gave gpusim's), so the real
+#: package never got them as attributes; they are imported before it compiles the kernel.
+_SUBMODULES = ("random",)
+
+
+def _with_submodules(m):
+    if getattr(m, "__name__", "") == "numba.cuda":
+        for sub in _SUBMODULES:
+            if sub not in m.__dict__:
+                importlib.import_module(f"numba.cuda.{sub}")
+    return m
+
 
 def _rebind(name: str, v):
     """A global of a kernel, as numba-cuda needs it (by the name the kernel uses)."""
@@ -95,7 +108,7 @@ def _rebind(name: str, v):
     from numba import types as nbt
     if isinstance(v, types.ModuleType):
         m = _numba_module(v.__name__)
-        return m if m is not None else v
+        return _with_submodules(m) if m is not None else v
     tmod = type(v).__module__ or ""
     vmod = getattr(v, "__module__", "") or ""
     if not (tmod.startswith("gpusim.cuda") or vmod.startswith("gpusim.cuda")):
