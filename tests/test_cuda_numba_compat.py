@@ -1008,3 +1008,58 @@ def test_real_compiler_sees_numbas_random_module_through_cuda_random(tmp_path, c
     assert main(["run", str(src)]) == 0
     out = capsys.readouterr().out
     assert "compiler: numba-cuda" in out and "has no attribute 'random'" not in out
+
+
+@pytest.mark.contract
+def test_a_kernel_calling_a_kernel_runs_and_the_real_compiler_compiles_it(tmp_path, capsys, monkeypatch):
+    """numba-cuda compiles a ``@cuda.jit`` kernel called from another kernel as a device function (a returned value
+    too); the real compiler is handed numba's dispatcher for the callee."""
+    from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
+    src = tmp_path / "kcallk.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit
+        def cswap(data, i, j, direction):
+            if direction == (data[i] > data[j]):
+                data[i], data[j] = data[j], data[i]
+
+        @cuda.jit
+        def plus_one(a, i):
+            return a[i] + 1
+
+        @cuda.jit
+        def step(data, j, k, direction, out):
+            i = cuda.grid(1)
+            ixj = i ^ j
+            if ixj > i:
+                if (i & k) == 0:
+                    cswap(data, i, ixj, direction)
+                if (i & k) != 0:
+                    cswap(data, ixj, i, direction)
+            out[i] = plus_one(out, i)
+
+        h = np.random.default_rng(3).random(64)
+        d = cuda.to_device(h)
+        out = cuda.to_device(np.arange(64.0))
+        k = 2
+        while k <= 64:
+            j = k >> 1
+            while j > 0:
+                step[2, 32](d, j, k, True, out)
+                j >>= 1
+            k <<= 1
+        assert np.array_equal(d.copy_to_host(), np.sort(h))
+        assert np.array_equal(out.copy_to_host(), np.arange(64.0) + 21)
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "rejects" not in out

@@ -116,7 +116,7 @@ def _rebind(name: str, v):
     if getattr(v, "_gpusim_frontend", None) == "cuda" and isinstance(getattr(v, "py_func", None), types.FunctionType):
         if getattr(v, "device", False):
             return device_function(v.py_func, getattr(v, "options", {}) or {})
-        return v
+        return kernel_function(v.py_func, getattr(v, "options", {}) or {})   # a kernel the kernel calls
     ext = getattr(v, "_gpusim_extern", None)
     if ext is not None:                                  # cuda.declare_device(name, sig, link=...)
         return cuda.declare_device(ext[0], ext[1], link=ext[2])
@@ -169,14 +169,20 @@ def rebuilt(fn: types.FunctionType) -> types.FunctionType:
     return f
 
 
-def device_function(py_func, options: dict):
-    d = _DEVICE.get(py_func)
+def device_function(py_func, options: dict, device: bool = True):
+    d = _DEVICE.get((py_func, device))
     if d is None:
         from numba import cuda
         opts = {k: v for k, v in options.items() if k in ("fastmath", "inline", "forceinline", "opt", "debug",
                                                           "lineinfo")}
-        d = _DEVICE[py_func] = cuda.jit(device=True, **opts)(rebuilt(py_func))
+        d = _DEVICE[(py_func, device)] = cuda.jit(device=device, **opts)(rebuilt(py_func))
     return d
+
+
+def kernel_function(py_func, options: dict):
+    """A ``@cuda.jit`` kernel another kernel calls: numba-cuda compiles the call as a call of a device function
+    (its dispatcher, not ``device=True``, is what the caller's global names)."""
+    return device_function(py_func, options, device=False)
 
 
 # ---- argument types ----------------------------------------------------------------------------------------------
