@@ -1252,3 +1252,25 @@ def k(a, n):
     if r is not None:
         a[i] = r + g(a[i])[1]
 """, AN)
+
+case("dim3_as_a_value", """
+@cuda.jit(device=True)
+def width(d):
+    return d.x * d.y
+
+
+@cuda.jit
+def k(a):
+    d = cuda.blockDim
+    t = cuda.threadIdx
+    if t.x == 40:
+        print(cuda.gridDim, d, cuda.blockIdx, t)
+    a[t.x] = width(d) + t.x
+""")
+
+case("dim3_indexed", """
+@cuda.jit
+def k(a):
+    d = cuda.blockDim
+    a[0] = d[0]
+""", expect="reject", names=("getitem", "Dim3"))

@@ -1063,3 +1063,68 @@ def test_a_kernel_calling_a_kernel_runs_and_the_real_compiler_compiles_it(tmp_pa
     assert main(["run", str(src)]) == 0
     out = capsys.readouterr().out
     assert "compiler: numba-cuda" in out and "rejects" not in out
+
+
+def test_dim3_values_print_and_pass_as_numba_cuda(tmp_path, capsys):
+    """``cuda.blockDim`` (threadIdx, blockIdx, gridDim) as a value: numba's Dim3, its .x/.y/.z, passed to a device
+    function, printed as ``(x, y, z)``."""
+    from gpusim.cli import main
+    src = tmp_path / "dim3v.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit(device=True)
+        def width(d):
+            return d.x * d.y
+
+        @cuda.jit
+        def k(a):
+            d = cuda.blockDim
+            t = cuda.threadIdx
+            if t.x == 1 and t.y == 0:
+                print(cuda.gridDim, d, cuda.blockIdx, t)
+            a[cuda.blockIdx.x, t.y * d.x + t.x] = width(d) * 100 + t.x * 10 + t.y
+
+        a = np.zeros((2, 8), np.int64)
+        k[(2, 1), (4, 2)](a)
+        assert (a == [800, 810, 820, 830, 801, 811, 821, 831]).all(), a
+    '''))
+    assert main(["run", str(src), "--compiler", "builtin"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(2, 1, 1)")]
+    assert lines == ["(2, 1, 1) (4, 2, 1) (0, 0, 0) (1, 0, 0)", "(2, 1, 1) (4, 2, 1) (1, 0, 0) (1, 0, 0)"]
+
+
+@pytest.mark.contract
+def test_real_compiler_reads_a_debug_kernel_with_device_functions(tmp_path, capsys, monkeypatch):
+    """``@cuda.jit(debug=True)`` with a device function: numba-cuda's compile_ptx has one PTX module per function
+    ("multiple PTX files"); the registers are read off the build without debug info, not the estimate."""
+    from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
+    src = tmp_path / "dbgdev.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit(device=True)
+        def f(x):
+            return x + 1
+
+        @cuda.jit(debug=True, opt=False)
+        def k(a):
+            i = cuda.grid(1)
+            a[i] = f(a[i])
+
+        a = np.arange(32.0)
+        k[1, 32](a)
+        assert (a == np.arange(32.0) + 1).all()
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "multiple PTX" not in out

@@ -247,7 +247,16 @@ def _compile(req) -> tuple[Compiled, bytes]:
                            file=req.file, line=req.line, kernel=req.name) from None
     try:
         with _target_device(cap):
-            ptx, _ = cuda.compile_ptx(rebuilt(req.py_func), sig, cc=cap, lineinfo=True, **kw)
+            try:
+                ptx, _ = cuda.compile_ptx(rebuilt(req.py_func), sig, cc=cap, lineinfo=True, **kw)
+            except RuntimeError as e:
+                # debug info (NUMBA_CUDA_DEBUGINFO=1, debug=True) keeps each device function in a PTX module of its
+                # own, which compile_ptx does not return (the driver links them at launch): the registers are read
+                # off the build without debug info
+                if "multiple PTX files" not in str(e) or kw.get("debug") is False:
+                    raise
+                kw["debug"] = False
+                ptx, _ = cuda.compile_ptx(rebuilt(req.py_func), sig, cc=cap, lineinfo=True, **kw)
     except Exception as e:                                   # noqa: BLE001 - numba rejected it, or a library is missing
         text = str(e)
         if type(e).__name__ in ("DynamicLibNotFoundError", "NvvmSupportError", "CudaSupportError", "NvrtcSupportError") \
