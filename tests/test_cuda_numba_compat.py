@@ -1128,3 +1128,49 @@ def test_real_compiler_reads_a_debug_kernel_with_device_functions(tmp_path, caps
     assert main(["run", str(src)]) == 0
     out = capsys.readouterr().out
     assert "compiler: numba-cuda" in out and "multiple PTX" not in out
+
+
+@pytest.mark.contract
+def test_njit_helpers_called_from_a_kernel_reach_the_real_compiler(tmp_path, capsys, monkeypatch):
+    """``@numba.njit`` functions a kernel calls (numba-cuda compiles them for the GPU), one naming ``cuda.popc`` and
+    one made by a factory over another njit function: gpusim runs them, and the real compiler is handed them rebuilt
+    over numba-cuda's names (not gpusim.cuda's)."""
+    from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
+    src = tmp_path / "njit_in_kernel.py"
+    src.write_text(textwrap.dedent('''
+        import numba
+        import numba.cuda as cuda
+        import numpy as np
+
+        @numba.njit
+        def gpu_popc(x):
+            return cuda.popc(x)
+
+        def make(popc):
+            def common(x):
+                return popc(x) * 10
+            return common
+
+        common_cuda = numba.njit(make(gpu_popc))
+
+        @cuda.jit
+        def k(a, out):
+            i = cuda.grid(1)
+            if i < len(a):
+                out[i] = common_cuda(a[i]) + gpu_popc(a[i])
+
+        a = np.arange(40)
+        out = np.zeros(40, np.int64)
+        k[1, 64](a, out)
+        assert list(out) == [11 * bin(int(x)).count("1") for x in a], out
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "rejects" not in out

@@ -112,7 +112,7 @@ def _rebind(name: str, v):
     tmod = type(v).__module__ or ""
     vmod = getattr(v, "__module__", "") or ""
     if not (tmod.startswith("gpusim.cuda") or vmod.startswith("gpusim.cuda")):
-        return v
+        return _cpu_dispatcher(v)
     if getattr(v, "_gpusim_frontend", None) == "cuda" and isinstance(getattr(v, "py_func", None), types.FunctionType):
         if getattr(v, "device", False):
             return device_function(v.py_func, getattr(v, "options", {}) or {})
@@ -133,6 +133,25 @@ def _rebind(name: str, v):
             if o is not None and hasattr(o, attr):
                 return getattr(o, attr)
     return v
+
+
+def _cpu_dispatcher(v):
+    """An ``@numba.njit`` function a kernel calls (numba-cuda compiles it for the GPU): the real dispatcher, or one
+    rebuilt over numba-cuda's names where its code names gpusim.cuda's (``cuda.popc`` in an njit helper)."""
+    if type(v).__name__ != "CPUDispatcher" or not isinstance(getattr(v, "py_func", None), types.FunctionType):
+        return v
+    d = _DEVICE.get((v, "njit"))
+    if d is None:
+        _DEVICE[(v, "njit")] = v                         # a recursive reference meanwhile: the dispatcher itself
+        fn = rebuilt(v.py_func)
+        if fn is v.py_func:
+            d = v
+        else:
+            import numba
+            opts = getattr(v, "targetoptions", {}) or {}
+            d = numba.njit(**{k: x for k, x in opts.items() if k in ("fastmath", "inline")})(fn)
+        _DEVICE[(v, "njit")] = d
+    return d
 
 
 def rebuilt(fn: types.FunctionType) -> types.FunctionType:
