@@ -1196,3 +1196,81 @@ def k(a, n):
     if i in range(2, n) and i not in range(5):
         a[i] = 1.0
 """, AN)
+
+case("device_function_returns_array_or_number_on_a_path_never_taken", """
+@cuda.jit(device=True)
+def f(x, arr):
+    if x < 100.0:
+        return x * 2.0
+    return (arr[0] - arr) / x
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = f(a[i], a)
+""", expect="reject", names=("Can't unify return type", "array(float32, 1d"))
+
+case("device_function_returns_tuples_of_two_lengths", """
+@cuda.jit(device=True)
+def f(x):
+    if x > 2.0:
+        return (x, x)
+    return (x, x, x)
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = f(a[i])[0]
+""", expect="reject", names=("Can't unify return type", "UniTuple(float32 x 2)", "UniTuple(float32 x 3)"))
+
+case("device_function_returns_number_tuple_or_none", """
+@cuda.jit(device=True)
+def f(x, n):
+    if x > 2.0:
+        return 1
+    if x > 1.0:
+        return x * 0.5
+    for j in range(n):
+        if x < j:
+            return (x + j) / 2
+    return
+
+
+@cuda.jit(device=True)
+def g(x):
+    if x > 1.0:
+        return (x, 1)
+    return (2, x)
+
+
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    r = f(a[i], n)
+    if r is not None:
+        a[i] = r + g(a[i])[1]
+""", AN)
+
+case("dim3_as_a_value", """
+@cuda.jit(device=True)
+def width(d):
+    return d.x * d.y
+
+
+@cuda.jit
+def k(a):
+    d = cuda.blockDim
+    t = cuda.threadIdx
+    if t.x == 40:
+        print(cuda.gridDim, d, cuda.blockIdx, t)
+    a[t.x] = width(d) + t.x
+""")
+
+case("dim3_indexed", """
+@cuda.jit
+def k(a):
+    d = cuda.blockDim
+    a[0] = d[0]
+""", expect="reject", names=("getitem", "Dim3"))

@@ -972,3 +972,205 @@ def test_for_loop_over_a_list_display():
     i = np.arange(32)
     ref = sum(a[(i + j) % 32] * j for j in (1, 2, 4, 8)) + 3 * a
     np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.contract
+def test_real_compiler_sees_numbas_random_module_through_cuda_random(tmp_path, capsys, monkeypatch):
+    """``cuda.random.xoroshiro128p_*`` in a script run as it is: the script imported ``numba.cuda.random`` (gpusim's),
+    and the real compiler is handed numba's ``numba.cuda`` with its ``random`` submodule (its registers, not the
+    estimate)."""
+    from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
+    src = tmp_path / "rng_attr.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+        from numba.cuda.random import create_xoroshiro128p_states
+
+        @cuda.jit
+        def draw(states, out):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = cuda.random.xoroshiro128p_uniform_float32(states, i)
+
+        st = create_xoroshiro128p_states(64, seed=1)
+        out = cuda.device_array(64, dtype=np.float32)
+        draw[2, 32](st, out)
+        v = out.copy_to_host()
+        assert ((v >= 0) & (v < 1)).all() and len(set(v.tolist())) == 64
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "has no attribute 'random'" not in out
+
+
+@pytest.mark.contract
+def test_a_kernel_calling_a_kernel_runs_and_the_real_compiler_compiles_it(tmp_path, capsys, monkeypatch):
+    """numba-cuda compiles a ``@cuda.jit`` kernel called from another kernel as a device function (a returned value
+    too); the real compiler is handed numba's dispatcher for the callee."""
+    from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
+    src = tmp_path / "kcallk.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit
+        def cswap(data, i, j, direction):
+            if direction == (data[i] > data[j]):
+                data[i], data[j] = data[j], data[i]
+
+        @cuda.jit
+        def plus_one(a, i):
+            return a[i] + 1
+
+        @cuda.jit
+        def step(data, j, k, direction, out):
+            i = cuda.grid(1)
+            ixj = i ^ j
+            if ixj > i:
+                if (i & k) == 0:
+                    cswap(data, i, ixj, direction)
+                if (i & k) != 0:
+                    cswap(data, ixj, i, direction)
+            out[i] = plus_one(out, i)
+
+        h = np.random.default_rng(3).random(64)
+        d = cuda.to_device(h)
+        out = cuda.to_device(np.arange(64.0))
+        k = 2
+        while k <= 64:
+            j = k >> 1
+            while j > 0:
+                step[2, 32](d, j, k, True, out)
+                j >>= 1
+            k <<= 1
+        assert np.array_equal(d.copy_to_host(), np.sort(h))
+        assert np.array_equal(out.copy_to_host(), np.arange(64.0) + 21)
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "rejects" not in out
+
+
+def test_dim3_values_print_and_pass_as_numba_cuda(tmp_path, capsys):
+    """``cuda.blockDim`` (threadIdx, blockIdx, gridDim) as a value: numba's Dim3, its .x/.y/.z, passed to a device
+    function, printed as ``(x, y, z)``."""
+    from gpusim.cli import main
+    src = tmp_path / "dim3v.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit(device=True)
+        def width(d):
+            return d.x * d.y
+
+        @cuda.jit
+        def k(a):
+            d = cuda.blockDim
+            t = cuda.threadIdx
+            if t.x == 1 and t.y == 0:
+                print(cuda.gridDim, d, cuda.blockIdx, t)
+            a[cuda.blockIdx.x, t.y * d.x + t.x] = width(d) * 100 + t.x * 10 + t.y
+
+        a = np.zeros((2, 8), np.int64)
+        k[(2, 1), (4, 2)](a)
+        assert (a == [800, 810, 820, 830, 801, 811, 821, 831]).all(), a
+    '''))
+    assert main(["run", str(src), "--compiler", "builtin"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("(2, 1, 1)")]
+    assert lines == ["(2, 1, 1) (4, 2, 1) (0, 0, 0) (1, 0, 0)", "(2, 1, 1) (4, 2, 1) (1, 0, 0) (1, 0, 0)"]
+
+
+@pytest.mark.contract
+def test_real_compiler_reads_a_debug_kernel_with_device_functions(tmp_path, capsys, monkeypatch):
+    """``@cuda.jit(debug=True)`` with a device function: numba-cuda's compile_ptx has one PTX module per function
+    ("multiple PTX files"); the registers are read off the build without debug info, not the estimate."""
+    from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
+    src = tmp_path / "dbgdev.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit(device=True)
+        def f(x):
+            return x + 1
+
+        @cuda.jit(debug=True, opt=False)
+        def k(a):
+            i = cuda.grid(1)
+            a[i] = f(a[i])
+
+        a = np.arange(32.0)
+        k[1, 32](a)
+        assert (a == np.arange(32.0) + 1).all()
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "multiple PTX" not in out
+
+
+@pytest.mark.contract
+def test_njit_helpers_called_from_a_kernel_reach_the_real_compiler(tmp_path, capsys, monkeypatch):
+    """``@numba.njit`` functions a kernel calls (numba-cuda compiles them for the GPU), one naming ``cuda.popc`` and
+    one made by a factory over another njit function: gpusim runs them, and the real compiler is handed them rebuilt
+    over numba-cuda's names (not gpusim.cuda's)."""
+    from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
+    src = tmp_path / "njit_in_kernel.py"
+    src.write_text(textwrap.dedent('''
+        import numba
+        import numba.cuda as cuda
+        import numpy as np
+
+        @numba.njit
+        def gpu_popc(x):
+            return cuda.popc(x)
+
+        def make(popc):
+            def common(x):
+                return popc(x) * 10
+            return common
+
+        common_cuda = numba.njit(make(gpu_popc))
+
+        @cuda.jit
+        def k(a, out):
+            i = cuda.grid(1)
+            if i < len(a):
+                out[i] = common_cuda(a[i]) + gpu_popc(a[i])
+
+        a = np.arange(40)
+        out = np.zeros(40, np.int64)
+        k[1, 64](a, out)
+        assert list(out) == [11 * bin(int(x)).count("1") for x in a], out
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "rejects" not in out

@@ -88,6 +88,19 @@ def _numba_module(name: str):
 
 _DEVICE: dict = {}
 
+#: ``numba.cuda``'s submodules a kernel reaches as attributes of ``cuda`` (``cuda.random.xoroshiro128p_*``): the
+#: script imported them under the stand-in (``from numba.cuda.random import ...`` gave gpusim's), so the real
+#: package never got them as attributes; they are imported before it compiles the kernel.
+_SUBMODULES = ("random",)
+
+
+def _with_submodules(m):
+    if getattr(m, "__name__", "") == "numba.cuda":
+        for sub in _SUBMODULES:
+            if sub not in m.__dict__:
+                importlib.import_module(f"numba.cuda.{sub}")
+    return m
+
 
 def _rebind(name: str, v):
     """A global of a kernel, as numba-cuda needs it (by the name the kernel uses)."""
@@ -95,15 +108,15 @@ def _rebind(name: str, v):
     from numba import types as nbt
     if isinstance(v, types.ModuleType):
         m = _numba_module(v.__name__)
-        return m if m is not None else v
+        return _with_submodules(m) if m is not None else v
     tmod = type(v).__module__ or ""
     vmod = getattr(v, "__module__", "") or ""
     if not (tmod.startswith("gpusim.cuda") or vmod.startswith("gpusim.cuda")):
-        return v
+        return _cpu_dispatcher(v)
     if getattr(v, "_gpusim_frontend", None) == "cuda" and isinstance(getattr(v, "py_func", None), types.FunctionType):
         if getattr(v, "device", False):
             return device_function(v.py_func, getattr(v, "options", {}) or {})
-        return v
+        return kernel_function(v.py_func, getattr(v, "options", {}) or {})   # a kernel the kernel calls
     ext = getattr(v, "_gpusim_extern", None)
     if ext is not None:                                  # cuda.declare_device(name, sig, link=...)
         return cuda.declare_device(ext[0], ext[1], link=ext[2])
@@ -120,6 +133,25 @@ def _rebind(name: str, v):
             if o is not None and hasattr(o, attr):
                 return getattr(o, attr)
     return v
+
+
+def _cpu_dispatcher(v):
+    """An ``@numba.njit`` function a kernel calls (numba-cuda compiles it for the GPU): the real dispatcher, or one
+    rebuilt over numba-cuda's names where its code names gpusim.cuda's (``cuda.popc`` in an njit helper)."""
+    if type(v).__name__ != "CPUDispatcher" or not isinstance(getattr(v, "py_func", None), types.FunctionType):
+        return v
+    d = _DEVICE.get((v, "njit"))
+    if d is None:
+        _DEVICE[(v, "njit")] = v                         # a recursive reference meanwhile: the dispatcher itself
+        fn = rebuilt(v.py_func)
+        if fn is v.py_func:
+            d = v
+        else:
+            import numba
+            opts = getattr(v, "targetoptions", {}) or {}
+            d = numba.njit(**{k: x for k, x in opts.items() if k in ("fastmath", "inline")})(fn)
+        _DEVICE[(v, "njit")] = d
+    return d
 
 
 def rebuilt(fn: types.FunctionType) -> types.FunctionType:
@@ -156,14 +188,20 @@ def rebuilt(fn: types.FunctionType) -> types.FunctionType:
     return f
 
 
-def device_function(py_func, options: dict):
-    d = _DEVICE.get(py_func)
+def device_function(py_func, options: dict, device: bool = True):
+    d = _DEVICE.get((py_func, device))
     if d is None:
         from numba import cuda
         opts = {k: v for k, v in options.items() if k in ("fastmath", "inline", "forceinline", "opt", "debug",
                                                           "lineinfo")}
-        d = _DEVICE[py_func] = cuda.jit(device=True, **opts)(rebuilt(py_func))
+        d = _DEVICE[(py_func, device)] = cuda.jit(device=device, **opts)(rebuilt(py_func))
     return d
+
+
+def kernel_function(py_func, options: dict):
+    """A ``@cuda.jit`` kernel another kernel calls: numba-cuda compiles the call as a call of a device function
+    (its dispatcher, not ``device=True``, is what the caller's global names)."""
+    return device_function(py_func, options, device=False)
 
 
 # ---- argument types ----------------------------------------------------------------------------------------------
@@ -228,7 +266,16 @@ def _compile(req) -> tuple[Compiled, bytes]:
                            file=req.file, line=req.line, kernel=req.name) from None
     try:
         with _target_device(cap):
-            ptx, _ = cuda.compile_ptx(rebuilt(req.py_func), sig, cc=cap, lineinfo=True, **kw)
+            try:
+                ptx, _ = cuda.compile_ptx(rebuilt(req.py_func), sig, cc=cap, lineinfo=True, **kw)
+            except RuntimeError as e:
+                # debug info (NUMBA_CUDA_DEBUGINFO=1, debug=True) keeps each device function in a PTX module of its
+                # own, which compile_ptx does not return (the driver links them at launch): the registers are read
+                # off the build without debug info
+                if "multiple PTX files" not in str(e) or kw.get("debug") is False:
+                    raise
+                kw["debug"] = False
+                ptx, _ = cuda.compile_ptx(rebuilt(req.py_func), sig, cc=cap, lineinfo=True, **kw)
     except Exception as e:                                   # noqa: BLE001 - numba rejected it, or a library is missing
         text = str(e)
         if type(e).__name__ in ("DynamicLibNotFoundError", "NvvmSupportError", "CudaSupportError", "NvrtcSupportError") \

@@ -45,6 +45,7 @@ from ..errors import CompileError, UnsupportedConstruct
 from .analysis import FlowAnalysis, _liveness
 from .desugar import ForDesugar
 from .astgen import _c, _load, _rt, _store
+from .retkinds import ReturnCheck
 from .resolve import NeedsArgDtypes, StaticResolver, classify
 from .rewrite_exprs import ExpressionRewriter
 from .rewrite_stmts import StatementRewriter
@@ -332,7 +333,12 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         self.tails = set()
         if self.kind == "kernel":
             self._mark_tail(body)
-        new_body = [ast.Assign(targets=[_store("_gs_F")], value=_rt("func_begin", _c(self.kind)))]
+        begin = [_c(self.kind)]
+        if self.kind == "device":
+            check = ReturnCheck(fdef, params, self.scope)
+            if check.needed:
+                begin += [self.k(check), ast.Tuple(elts=[_load(p) for p in params], ctx=ast.Load())]
+        new_body = [ast.Assign(targets=[_store("_gs_F")], value=_rt("func_begin", *begin))]
         undef = sorted(self.locals - set(params))
         if undef:
             new_body.append(ast.Assign(targets=[_store(n) for n in undef], value=_load("_gs_U")))

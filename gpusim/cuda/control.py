@@ -22,6 +22,7 @@ from . import costs as C_
 from .atomics import CAS_CALLS
 from .unroll import LoopRecord
 from .records import RecordRef
+from .retkinds import kind_of_value
 from .values import Mask
 from .values import (ARRAYS, BOOL, EMPTY, I64, UNDEF, ArrayRef, ArrayView, LocalArray, SharedArray, SubArray, Ununified,
                      V, _fix, _union, const, m_and, m_andnot, m_or, unify)
@@ -40,13 +41,14 @@ def _kind(x) -> str:
 
 
 class Frame:
-    __slots__ = ("entry", "returned", "retval", "kind")
+    __slots__ = ("entry", "returned", "retval", "kind", "check", "args", "ran")
 
-    def __init__(self, entry, kind):
+    def __init__(self, entry, kind, check=None, args=()):
         self.entry = entry
         self.returned = EMPTY
         self.retval = UNDEF
         self.kind = kind
+        self.check, self.args, self.ran = check, args, {}     # numba's return-type unification (retkinds.py)
 
 
 class IfState:
@@ -146,8 +148,12 @@ class Control:
         return new
 
     # ---- functions and returns ------------------------------------------------------------------------------
-    def func_begin(self, kind):
-        f = Frame(self.mask, kind)
+    def func_begin(self, kind, check=None, args=()):
+        """``check``: a device function's ``retkinds.ReturnCheck`` (its returns' types must unify: checked before
+        its body runs, from what can be read off the returns, and at its end with the values the returns gave)."""
+        f = Frame(self.mask, kind, check, args)
+        if check is not None:
+            check.verify(args, {}, lambda msg, line: self._err(CompileError, msg, line))
         self.frames.append(f)
         if kind == "kernel" and self.recording:
             line = self.ck.first_line
@@ -158,6 +164,8 @@ class Control:
 
     def func_end(self, f, line):
         self.frames.pop()
+        if f.check is not None and f.ran:
+            f.check.verify(f.args, f.ran, lambda msg, ln: self._err(CompileError, msg, ln))
         if f.kind == "kernel":
             if self.recording:
                 self.mask = self.full
@@ -179,6 +187,8 @@ class Control:
                 raise self._err(CompileError, "Only accept returning of array passed into the function as argument "
                                 f"(the view {val.name!r} made in this function cannot be returned)", line)
             f.retval = val if f.retval is UNDEF else self.assign(f.retval, val)
+        if f.check is not None:
+            f.ran.setdefault(line, []).append(kind_of_value(val))
         f.returned = m_or(f.returned, m)
         self.mask = EMPTY
         self.n_returns += 1

@@ -27,7 +27,7 @@ from ..errors import CompileError, UnsupportedConstruct
 from ..trace import Op, OpKind
 from . import costs as C_
 from . import random as _rnd
-from .values import ARRAYS, EMPTY, F32, F64, I64, ArrayView, GlobalArray, V, _union, const
+from .values import ARRAYS, EMPTY, Dim3, F32, F64, I64, ArrayView, GlobalArray, V, _union, const
 
 
 class GridGroup:
@@ -178,6 +178,8 @@ class DeviceLibrary:
             if isinstance(v, ARRAYS):
                 raise self._err(CompileError, f"printing unimplemented for values of type {kind_name(v)} "
                                 f"({nm!r}: numba-cuda prints numbers and strings)", line)
+            if isinstance(v, Dim3):                 # numba prints a Dim3 as "(%d, %d, %d)"
+                v = tuple(self.sreg(v.sreg, d, line) for d in range(3))
             cols.append(v)
         m = self.mask
         if m is EMPTY:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
-from .values import (ARRAYS, EMPTY, I64, ArrayRef, ArrayView, GlobalArray, LocalArray, Shape, SharedArray,
+from .values import (ARRAYS, EMPTY, Dim3, I64, ArrayRef, ArrayView, GlobalArray, LocalArray, Shape, SharedArray,
                      SubArray, Ununified, V, _union, const)
 from .views import view_index, where_in
 from .records import RecordRef
@@ -92,6 +92,10 @@ class Indexing:
             raise self._err(obj.error, obj.message(), line)
         if type(obj) is RecordRef:
             return self.record_field(obj, name, line)
+        if type(obj) is Dim3:
+            if name in ("x", "y", "z"):
+                return self.sreg(obj.sreg, "xyz".index(name), line)
+            raise self._err(CompileError, f"Unknown attribute '{name}' of type Dim3", line)
         if type(obj) is ArrayView or (name in ("T", "strides") and isinstance(obj, (ArrayRef, SubArray))):
             return self.view_attr(self._as_view(obj, line), name, line)
         if isinstance(obj, (ArrayRef, SubArray)):

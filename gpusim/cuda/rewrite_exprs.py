@@ -54,6 +54,8 @@ class ExpressionRewriter:
             return _c(None)
         if kind == "cuda":
             path = tag[1]
+            if path in _CUDA_VALUE:                           # cuda.blockDim as a value: numba's Dim3
+                return _rt("dim3", _c(_CUDA_VALUE[path]), _c(line))
             if path[:-1] in _CUDA_VALUE and len(path) == 2:
                 return _rt("sreg", _c(_CUDA_VALUE[path[:-1]]), _c("xyz".index(path[1])), _c(line))
             if path == ("laneid",):

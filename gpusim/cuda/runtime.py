@@ -58,7 +58,7 @@ from .views import Views
 from .recording import Recording
 from .records import Records
 from .unroll import LoopRecord, unroll_loops, unroll_pressure
-from .values import (BOOL, EMPTY, F32, F64, I32, I64, U32, U64, UNDEF, ArrayRef, ArrayView, GlobalArray, LocalArray,
+from .values import (BOOL, EMPTY, Dim3, F32, F64, I32, I64, U32, U64, UNDEF, ArrayRef, ArrayView, GlobalArray, LocalArray,
                      Mask, Shape, SharedArray, SubArray, V, arith_type, const, m_and, m_andnot, m_or, unify)
 from .warp import WarpOps
 
@@ -231,6 +231,9 @@ class Chunk(Recording, Arith, Control, Indexing, Views, Records, MemoryAccess, A
             self._sreg_seen.add((name, dim))
             self._rec(("sreg", name), line)
         return V(v, (), False)
+
+    def dim3(self, name, line) -> Dim3:
+        return Dim3(name)
 
     def grid(self, n, line):
         out = []

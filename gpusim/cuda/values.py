@@ -99,6 +99,8 @@ def kind_name(x) -> str:
         return f"array({x.dtype}, {x.ndim}d)"
     if isinstance(x, tuple):
         return "Tuple(" + ", ".join(kind_name(e) for e in x) + ")"
+    if isinstance(x, Dim3):
+        return "Dim3"
     if type(x).__name__ == "RecordRef":
         from .types import from_dtype
         return str(from_dtype(x.dtype))
@@ -371,6 +373,17 @@ class ArrayView:
 
 #: everything a kernel can index like an array
 ARRAYS = (ArrayRef, SubArray, ArrayView)
+
+
+class Dim3:
+    """``cuda.threadIdx`` / ``blockIdx`` / ``blockDim`` / ``gridDim`` used as a value (numba's ``Dim3``: its ``.x``,
+    ``.y``, ``.z`` are int32, it prints as ``(x, y, z)``; it is not indexable).  ``sreg``: the special register's
+    name (``tid``, ``ctaid``, ``ntid``, ``nctaid``), read when a component is."""
+
+    __slots__ = ("sreg",)
+
+    def __init__(self, sreg):
+        self.sreg = sreg
 
 
 class Shape(tuple):

@@ -1,0 +1,369 @@
+"""numba's unification of a device function's return types, checked over every ``return`` of the function.
+
+numba types a function before it runs: the types of all its ``return`` statements (and the implicit ``return
+None`` where the end of the body is reachable) must unify into one, or the function is refused ("Can't unify
+return type from the following types: array(float32, 1d, C), float64"), whether or not a path ever takes the
+odd return.  Numbers unify with numbers (int and float: float), ``None`` with anything (an optional), tuples of one
+length element by element, arrays with arrays of their dtype and dimensions; a number, an array and a tuple do not
+unify with one another.
+
+gpusim runs only the paths its threads take, so a kind is read where it can be: from the value of each return
+that ran (``Control.ret`` records it) and, for the returns no thread reached, from the expression itself, typed by
+a small static reading of the function (``ReturnCheck``): its parameters' values at the call, its locals'
+assignments, literals, tuple displays, subscripts, arithmetic.  An expression this reading cannot type is left out
+(so gpusim never refuses what numba accepts for want of a type); the check is made once per call of the function.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import types
+
+import numpy as np
+
+from .values import ARRAYS, V, arith_type
+
+# a kind: ("num", dtype|None), ("none",), ("array", ndim|None, dtype|None), ("tuple", (kinds...)), or None (unknown)
+NUM = ("num", None)
+NONE = ("none",)
+
+_NUM_BUILTINS = {"float", "int", "abs", "round", "min", "max", "bool", "complex", "len", "divmod"}
+
+
+def kind_of_value(x):
+    """The kind of a runtime value of the chunk (a parameter or a returned value)."""
+    if x is None:
+        return NONE
+    if isinstance(x, V):
+        return ("num", np.asarray(x.v).dtype)
+    if isinstance(x, ARRAYS):
+        dt = getattr(x, "dtype", None)
+        return ("array", getattr(x, "ndim", None), None if dt is None or dt.names else np.dtype(dt))
+    if isinstance(x, tuple):
+        return ("tuple", tuple(kind_of_value(e) for e in x))
+    if isinstance(x, (bool, int, float, complex, np.number, np.bool_)):
+        return ("num", np.asarray(x).dtype)
+    return None
+
+
+def _const_kind(v):
+    if v is None:
+        return NONE
+    if isinstance(v, (bool, int, float, complex, np.number, np.bool_)):
+        return ("num", np.asarray(v).dtype)
+    if isinstance(v, tuple):
+        return ("tuple", tuple(_const_kind(e) for e in v))
+    if isinstance(v, np.ndarray):
+        return ("array", v.ndim, None if v.dtype.names else v.dtype)
+    return None
+
+
+def _arith(op, ta, tb):
+    """numba's type of a binary operation on numbers of dtypes ``ta``, ``tb`` (NUM where not known)."""
+    if ta is None or tb is None or isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)):
+        return NUM
+    try:
+        if isinstance(op, ast.Div) and ta.kind in "iub" and tb.kind in "iub":
+            return ("num", np.dtype(np.float64))
+        return ("num", arith_type(ta, tb))
+    except Exception:                                # noqa: BLE001 - an operation numba refuses: left to the run
+        return NUM
+
+
+def _ufunc_type(op, a, b):
+    """The dtype of an array expression's result (numpy's promotion of the operands' dtypes, as numba's ufunc
+    typing does it), None where not known."""
+    ta, tb = (a[2] if a[0] == "array" else a[1]), (b[2] if b[0] == "array" else b[1])
+    if ta is None or tb is None:
+        return None
+    try:
+        r = np.result_type(ta, tb)
+    except TypeError:
+        return None
+    if isinstance(op, ast.Div) and r.kind in "iub":
+        return np.dtype(np.float64)
+    return r
+
+
+def unifiable(a, b) -> bool:
+    if a is None or b is None or a[0] == "none" or b[0] == "none":
+        return True
+    if a[0] != b[0]:
+        return False
+    if a[0] == "num":
+        return True
+    if a[0] == "array":
+        return all(x is None or y is None or x == y for x, y in zip(a[1:], b[1:]))
+    return len(a[1]) == len(b[1]) and all(unifiable(x, y) for x, y in zip(a[1], b[1]))
+
+
+def kind_name(k) -> str:
+    """numba's name of a kind (for the message)."""
+    if k[0] == "none":
+        return "none"
+    if k[0] == "num":
+        return str(k[1]) if k[1] is not None else "number"
+    if k[0] == "array":
+        dt = str(k[2]) if k[2] is not None else "?"
+        nd = f"{k[1]}d" if k[1] is not None else "?d"
+        return f"array({dt}, {nd})"
+    els = [kind_name(e) if e is not None else "?" for e in k[1]]
+    if els and all(e == els[0] for e in els):
+        return f"UniTuple({els[0]} x {len(els)})"
+    return "Tuple(" + ", ".join(els) + ")"
+
+
+def _terminates(body) -> bool:
+    """The statement list never falls off its end (a return / raise on every path, as far as a quick reading
+    sees)."""
+    if not body:
+        return False
+    s = body[-1]
+    if isinstance(s, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(s, ast.If):
+        return _terminates(s.body) and _terminates(s.orelse)
+    if isinstance(s, ast.While) and isinstance(s.test, ast.Constant) and s.test.value is True:
+        return not any(isinstance(n, ast.Break) for n in ast.walk(s))
+    return False
+
+
+def _own_nodes(fdef):
+    """The nodes of ``fdef``'s body, not those of functions defined inside it."""
+    stack = list(fdef.body)
+    while stack:
+        n = stack.pop()
+        yield n
+        for ch in ast.iter_child_nodes(n):
+            if not isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(ch)
+
+
+class ReturnCheck:
+    """A device function's returns (``sites``: (line, expression or None)) and the static reading of its locals;
+    ``verify(args, ran)`` raises numba's unification error through ``err(msg, line)`` where the kinds clash."""
+
+    def __init__(self, fdef, params, scope):
+        self.params = list(params)
+        self.scope = scope
+        self.sites = []
+        self.assigns: dict[str, list] = {}
+        for n in _own_nodes(fdef):
+            if isinstance(n, ast.Return):
+                self.sites.append((n.lineno, n.value))
+            elif isinstance(n, ast.Assign):
+                for t in n.targets:
+                    self._target(t, n.value)
+            elif isinstance(n, ast.AnnAssign) and n.value is not None:
+                self._target(n.target, n.value)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                self.assigns.setdefault(n.target.id, []).append(
+                    ("expr", ast.BinOp(left=ast.Name(id=n.target.id, ctx=ast.Load()), op=n.op, right=n.value)))
+            elif isinstance(n, (ast.For, ast.comprehension)):
+                self._target(n.target, None)
+            elif isinstance(n, (ast.With, ast.NamedExpr)):
+                for t in ast.walk(n):
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                        self.assigns.setdefault(t.id, []).append(("unknown", None))
+        self.sites.sort(key=lambda s: s[0])
+        if not _terminates(fdef.body):
+            end = max((getattr(n, "end_lineno", 0) or 0) for n in ast.walk(fdef)) or fdef.lineno
+            self.sites.append((end, "fallthrough"))
+        self._cache: dict = {}
+
+    def _target(self, t, value):
+        if isinstance(t, ast.Name):
+            self.assigns.setdefault(t.id, []).append(("expr", value) if value is not None else ("unknown", None))
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for i, e in enumerate(t.elts):
+                if isinstance(e, ast.Starred):
+                    self._target(e.value, None)
+                else:
+                    self._target(e, None if value is None else ast.Subscript(
+                        value=value, slice=ast.Constant(value=i), ctx=ast.Load()))
+        else:
+            for x in ast.walk(t):
+                if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store):
+                    self.assigns.setdefault(x.id, []).append(("unknown", None))
+
+    @property
+    def needed(self) -> bool:
+        return len(self.sites) >= 2
+
+    # ---- the static reading ---------------------------------------------------------------------------------
+    def _env(self, args):
+        env = {p: kind_of_value(a) for p, a in zip(self.params, args)}
+        names = set(self.assigns)
+        cur = {n: None for n in names}
+        for _ in range(4):
+            full = {**cur, **{p: k for p, k in env.items() if p not in names}}
+            new = {}
+            for n in names:
+                ks = [self.expr(v, full) if how == "expr" else None for how, v in self.assigns[n]]
+                if n in env:
+                    ks.append(env[n])
+                k = ks[0] if ks else None
+                for x in ks[1:]:
+                    if x is None or k is None or not unifiable(k, x) or x[0] != k[0]:
+                        k = None
+                        break
+                    if k[0] == "num" and k != x:
+                        k = NUM
+                    elif k[0] == "array" and k != x:
+                        k = ("array", k[1] if k[1] == x[1] else None, k[2] if k[2] == x[2] else None)
+                    elif k[0] == "tuple" and k != x:
+                        k = None
+                        break
+                new[n] = k
+            if new == cur:
+                break
+            cur = new
+        return {**env, **cur}
+
+    def expr(self, e, env):      # noqa: C901 - one case per expression type
+        t = type(e)
+        if t is ast.Constant:
+            return _const_kind(e.value)
+        if t is ast.Name:
+            if e.id in env:
+                return env[e.id]
+            return _const_kind(self.scope.get(e.id, ...)) if e.id in self.scope else None
+        if t is ast.Tuple:
+            if any(isinstance(x, ast.Starred) for x in e.elts):
+                return None
+            return ("tuple", tuple(self.expr(x, env) for x in e.elts))
+        if t is ast.BinOp:
+            a, b = self.expr(e.left, env), self.expr(e.right, env)
+            if a is None or b is None:
+                return None
+            if a[0] == "array" or b[0] == "array":
+                if a[0] in ("array", "num") and b[0] in ("array", "num"):
+                    nd = {k[1] for k in (a, b) if k[0] == "array"}
+                    return ("array", nd.pop() if len(nd) == 1 else None, _ufunc_type(e.op, a, b))
+                return None
+            if a[0] == "num" and b[0] == "num":
+                return _arith(e.op, a[1], b[1])
+            if a[0] == "tuple" and b[0] == "tuple" and isinstance(e.op, ast.Add):
+                return ("tuple", a[1] + b[1])
+            return None
+        if t is ast.UnaryOp:
+            if isinstance(e.op, ast.Not):
+                return NUM
+            k = self.expr(e.operand, env)
+            return k if k is not None and k[0] in ("num", "array") else None
+        if t in (ast.Compare, ast.BoolOp):
+            parts = [e.left, *e.comparators] if t is ast.Compare else e.values
+            ks = [self.expr(x, env) for x in parts]
+            return NUM if all(k is not None and k[0] == "num" for k in ks) else None
+        if t is ast.IfExp:
+            a, b = self.expr(e.body, env), self.expr(e.orelse, env)
+            if a is not None and b is not None and a[0] == b[0] == "num":
+                return NUM
+            return a if a == b else None
+        if t is ast.Subscript:
+            return self._subscript(e, env)
+        if t is ast.Attribute:
+            k = self.expr(e.value, env)
+            if k is None:
+                return self._module_attr(e)
+            if k[0] == "array":
+                if e.attr in ("shape", "strides"):
+                    return ("tuple", (("num", np.dtype(np.int64)),) * k[1]) if k[1] is not None else None
+                if e.attr in ("size", "ndim", "itemsize", "nbytes"):
+                    return ("num", np.dtype(np.int64))
+                if e.attr == "T":
+                    return ("array", k[1], k[2])
+                if e.attr in ("real", "imag"):
+                    return ("array", k[1], None)
+                return None
+            if k[0] == "num" and e.attr in ("real", "imag"):
+                return NUM
+            return None
+        if t is ast.Call:
+            return self._call(e, env)
+        return None
+
+    def _module_attr(self, e):
+        if isinstance(e.value, ast.Name) and isinstance(self.scope.get(e.value.id), types.ModuleType):
+            v = getattr(self.scope[e.value.id], e.attr, ...)
+            return _const_kind(v) if isinstance(v, (int, float)) else None
+        return None
+
+    def _subscript(self, e, env):
+        k = self.expr(e.value, env)
+        if k is None:
+            return None
+        idx = e.slice
+        if k[0] == "tuple":
+            if isinstance(idx, ast.Constant) and isinstance(idx.value, int) and -len(k[1]) <= idx.value < len(k[1]):
+                return k[1][idx.value]
+            if isinstance(idx, ast.Slice):
+                return None
+            els = k[1]
+            return els[0] if els and all(x == els[0] for x in els) else None
+        if k[0] != "array" or k[1] is None:
+            return None
+        items = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+        drop = 0
+        for it in items:
+            if isinstance(it, ast.Slice):
+                continue
+            ik = self.expr(it, env)
+            if ik is None:
+                return None
+            if ik[0] == "num":
+                drop += 1
+            elif ik[0] == "tuple" and all(x is not None and x[0] == "num" for x in ik[1]):
+                drop += len(ik[1])
+            else:
+                return None
+        nd = k[1] - drop
+        if nd < 0:
+            return None
+        return ("num", k[2]) if nd == 0 else ("array", nd, k[2])
+
+    def _call(self, e, env):
+        f = e.func
+        if isinstance(f, ast.Name) and f.id in _NUM_BUILTINS and f.id not in env and f.id not in self.assigns \
+                and self.scope.get(f.id) is getattr(builtins, f.id):
+            ks = [self.expr(a, env) for a in e.args]
+            if f.id == "divmod":
+                return None
+            if f.id in ("min", "max") and not all(k is not None and k[0] == "num" for k in ks):
+                return None
+            return NUM
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            mod = self.scope.get(f.value.id)
+            if isinstance(mod, types.ModuleType) and mod.__name__ in ("math", "cmath") and f.value.id not in env:
+                return None if f.attr in ("frexp", "modf") else NUM
+        return None
+
+    # ---- the check ------------------------------------------------------------------------------------------
+    def verify(self, args, ran: dict, err) -> None:
+        """``ran``: line -> the kinds of the values the returns of that line gave in this call; ``err(msg, line)``:
+        the exception to raise."""
+        sig = tuple(kind_of_value(a) for a in args)
+        try:
+            stat = self._cache.get(sig)
+        except TypeError:
+            stat = None
+            sig = None
+        if stat is None:
+            env = self._env(args)
+            stat = [(line, NONE if v is None or v == "fallthrough" else self.expr(v, env)) for line, v in self.sites]
+            if sig is not None:
+                self._cache[sig] = stat
+        seen: list = []
+        for line, k in stat:
+            ks = ran.get(line) or ([k] if k is not None else [])
+            for x in ks:
+                if x is None:
+                    continue
+                if any(not unifiable(x, y) for y, _ in seen):
+                    names = []
+                    for y in [y for y, _ in seen] + [x]:
+                        n = kind_name(y)
+                        if n not in names:
+                            names.append(n)
+                    raise err("Can't unify return type from the following types: " + ", ".join(names), line)
+                seen.append((x, line))
