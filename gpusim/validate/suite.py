@@ -468,7 +468,36 @@ def _gcd(a: int, b: int) -> int:
 
 CASES: list[Case] = _build_cases()
 TUNE_CASES: list[Case] = _build_tune_cases()
-SUITES = {"main": CASES, "tune": TUNE_CASES}
+
+#: CTA-count sweep of tensor-core tiles (``collect --suite ctas``): each config's K loop (K = 2048) run by 1 ... 132
+#: CTAs of one output tile each (N = BN, M = BM x CTAs), one CTA per SM, so that the lone CTA's pipeline and the
+#: chip's shared L2/DRAM under 1 to 132 such CTAs are measured apart (not part of CASES)
+CTA_SWEEP_CONFIGS = {"128x256x64_w8_s3": (128, 256, 64, 8, 3), "128x128x64_w8_s3": (128, 128, 64, 8, 3),
+                     "128x128x64_w4_s3": (128, 128, 64, 4, 3), "64x128x64_w4_s4": (64, 128, 64, 4, 4),
+                     "128x64x64_w4_s4": (128, 64, 64, 4, 4), "64x256x32_w4_s4": (64, 256, 32, 4, 4)}
+CTA_SWEEP_COUNTS = (1, 2, 8, 33, 66, 132)
+#: pipeline-depth variants, at one CTA and at one per SM: a lone CTA's wait for its copies should shrink with more
+#: stages if it is their latency, not if it is the SM's fill bandwidth
+CTA_STAGE_CONFIGS = {"128x128x64_w8_s2": (128, 128, 64, 8, 2), "128x128x64_w8_s4": (128, 128, 64, 8, 4),
+                     "64x128x64_w4_s2": (64, 128, 64, 4, 2), "64x128x64_w4_s3": (64, 128, 64, 4, 3),
+                     "64x128x64_w4_s6": (64, 128, 64, 4, 6)}
+
+
+def _build_cta_cases() -> list[Case]:
+    cases = []
+    sweep = [(cfg, c, CTA_SWEEP_COUNTS) for cfg, c in CTA_SWEEP_CONFIGS.items()]
+    sweep += [(cfg, c, (1, 132)) for cfg, c in CTA_STAGE_CONFIGS.items()]
+    for cfg, (bm, bn, bk, w, st), counts in sweep:
+        for t in counts:
+            cases.append(Case(f"ctas_mm_{cfg}_t{t}", "kernels/tl_matmul.py",
+                              {"M": bm * t, "N": bn, "K": 2048, "BM": bm, "BN": bn, "BK": bk, "num_warps": w,
+                               "num_stages": st, "GROUP_M": 8}, "ctas_mm", f"{t} CTAs of one {bm}x{bn} tile, K 2048",
+                              {"M": bm, "N": bn, "K": 64}, ("ctas",)))
+    return cases
+
+
+CTA_CASES: list[Case] = _build_cta_cases()
+SUITES = {"main": CASES, "tune": TUNE_CASES, "ctas": CTA_CASES}
 
 # (slower, faster): orders a model must reproduce
 PAIRS: list[tuple[str, str]] = [
@@ -498,14 +527,14 @@ PAIRS: list[tuple[str, str]] = [
     ("fa_fwd_d128_n4096", "fa_fwd_d128_n4096_causal"),
 ]
 
-_BY_NAME = {c.name: c for c in CASES + TUNE_CASES}
+_BY_NAME = {c.name: c for c in CASES + TUNE_CASES + CTA_CASES}
 
 
 def case_by_name(name: str) -> Case:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise KeyError(f"no case named {name!r} in gpusim.validate.suite.CASES or TUNE_CASES") from None
+        raise KeyError(f"no case named {name!r} in gpusim.validate.suite.CASES, TUNE_CASES or CTA_CASES") from None
 
 
 def select(pattern: str | None = None, shard: str | None = None, cases: Iterable[Case] | None = None) -> list[Case]:
