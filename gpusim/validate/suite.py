@@ -481,12 +481,17 @@ CTA_SWEEP_COUNTS = (1, 2, 8, 33, 66, 132)
 CTA_STAGE_CONFIGS = {"128x128x64_w8_s2": (128, 128, 64, 8, 2), "128x128x64_w8_s4": (128, 128, 64, 8, 4),
                      "64x128x64_w4_s2": (64, 128, 64, 4, 2), "64x128x64_w4_s3": (64, 128, 64, 4, 3),
                      "64x128x64_w4_s6": (64, 128, 64, 4, 6)}
+#: 2-stage variants by bytes per K step (8 to 48 KB): at 2 stages a step waits for its own copies, so its time is
+#: the copies' latency as a function of the bytes one CTA has in flight
+CTA_LATENCY_CONFIGS = {"64x64x32_w4_s2": (64, 64, 32, 4, 2), "64x64x64_w4_s2": (64, 64, 64, 4, 2),
+                       "128x64x64_w4_s2": (128, 64, 64, 4, 2), "128x256x64_w8_s2": (128, 256, 64, 8, 2)}
 
 
 def _build_cta_cases() -> list[Case]:
     cases = []
     sweep = [(cfg, c, CTA_SWEEP_COUNTS) for cfg, c in CTA_SWEEP_CONFIGS.items()]
     sweep += [(cfg, c, (1, 132)) for cfg, c in CTA_STAGE_CONFIGS.items()]
+    sweep += [(cfg, c, (1,)) for cfg, c in CTA_LATENCY_CONFIGS.items()]
     for cfg, (bm, bn, bk, w, st), counts in sweep:
         for t in counts:
             cases.append(Case(f"ctas_mm_{cfg}_t{t}", "kernels/tl_matmul.py",
