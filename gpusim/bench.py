@@ -171,7 +171,11 @@ def torch_cuda_is_host():
     from torch.overrides import TorchFunctionMode
     from .triton.runtime import _current_gpu
     is_cuda = torch._C.TensorBase.__dict__["is_cuda"]
+    device_of = torch._C.TensorBase.__dict__["device"]
     cpu = torch.device("cpu")
+    # a tensor of the simulated GPU has a device index (the one GPU, 0): `fp4_vals[x.device.index]`,
+    # `torch.cuda.device(x.device.index)`; its type stays "cpu", where its memory is
+    cpu0 = torch.device("cpu", 0)
 
     def host(d):
         if isinstance(d, torch.device):
@@ -182,8 +186,12 @@ def torch_cuda_is_host():
 
     class _CudaIsHost(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            if getattr(func, "__self__", None) is is_cuda:
+            owner = getattr(func, "__self__", None)
+            if owner is is_cuda:
                 return True
+            if owner is device_of:
+                d = func(*args, **(kwargs or {}))
+                return cpu0 if d.type == "cpu" and d.index is None else d
             if func is torch.Tensor.cuda:
                 return args[0]
             kwargs = kwargs or {}

@@ -670,3 +670,32 @@ def test_tl_random_module_names_the_philox_helpers():
     assert out[0] == out[1] and 1.0 - np.finfo(np.float32).eps <= out[0] < 1.0
     import sys
     assert sys.modules["gpusim.triton.language.random"].randint is tl.randint
+
+
+# ---- a tensor of the simulated GPU has a device index (GemLite: `fp4_vals[t.device.index]`) -----------------------
+
+def test_a_scripts_cuda_tensor_has_device_index_zero(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "dev_index.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def add_kernel(x_ptr, t_ptr, y_ptr, n, B: tl.constexpr):
+            o = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) + tl.load(t_ptr), mask=o < n)
+
+
+        table = [torch.tensor([3.0], device="cuda:%d" % i) for i in range(torch.cuda.device_count())]
+        x = torch.arange(100, dtype=torch.float32, device="cuda")
+        y = torch.empty_like(x)
+        with torch.cuda.device(x.device.index):
+            add_kernel[(2,)](x, table[x.device.index], y, x.numel(), B=64)
+        print("index", x.device.index, torch.equal(y, x + 3), torch.empty(2, device=x.device).is_cuda)
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "index 0 True True" in capsys.readouterr().out
