@@ -699,3 +699,73 @@ def test_a_scripts_cuda_tensor_has_device_index_zero(tmp_path, capsys):
     '''))
     assert main(["run", str(f), "--compiler", "builtin"]) == 0
     assert "index 0 True True" in capsys.readouterr().out
+
+
+# ---- tl.dot_scaled (GemLite's MXFP GEMMs): operands upcast to bf16 times their scales, as Triton on an H100 ---------
+
+@triton.jit
+def dot_scaled_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                      FA: tl.constexpr, PA: tl.constexpr, RHS_K_PACK: tl.constexpr):
+    KA: tl.constexpr = K // PA
+    a = tl.load(a_ptr + tl.arange(0, M)[:, None] * KA + tl.arange(0, KA)[None, :])
+    if RHS_K_PACK:
+        b = tl.load(b_ptr + tl.arange(0, K // 2)[:, None] * N + tl.arange(0, N)[None, :])
+    else:
+        b = tl.load(b_ptr + tl.arange(0, K)[:, None] * (N // 2) + tl.arange(0, N // 2)[None, :])
+    sa = tl.load(as_ptr + tl.arange(0, M)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    sb = tl.load(bs_ptr + tl.arange(0, N)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    acc = tl.full((M, N), 1.0, tl.float32)
+    c = tl.dot_scaled(a, sa, FA, b, sb, "e2m1", acc, rhs_k_pack=RHS_K_PACK)
+    tl.store(c_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+@triton.jit
+def dot_scaled_bad_scale_kernel(a_ptr, s_ptr, c_ptr):
+    a = tl.load(a_ptr + tl.arange(0, 16)[:, None] * 32 + tl.arange(0, 32)[None, :])
+    s = tl.load(s_ptr + tl.arange(0, 16)[:, None] + tl.arange(0, 1)[None, :])
+    c = tl.dot_scaled(a, s, "e2m1", a.trans(), None, "e2m1")
+    tl.store(c_ptr + tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :], c)
+
+
+_FP4 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], np.float32)
+
+
+def _e4m3(raw):
+    e, m = (raw >> 3) & 15, (raw & 7).astype(np.float32)
+    mag = np.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * 2.0 ** (e.astype(np.float32) - 7))
+    return np.where(raw >> 7, -mag, mag).astype(np.float32)
+
+
+@pytest.mark.parametrize("fa,rhs_k_pack", [("e2m1", True), ("e2m1", False), ("e4m3", True)])
+def test_dot_scaled_upcasts_microscaled_operands(fa, rhs_k_pack):
+    rng = np.random.default_rng(1)
+    M, N, K = 16, 32, 64
+    if fa == "e2m1":
+        a = rng.integers(0, 256, (M, K // 2), dtype=np.uint8)
+        av = np.stack([_FP4[a & 15], _FP4[a >> 4]], -1).reshape(M, K)         # the low nibble first, along K
+    else:
+        a = (rng.integers(0, 0x77, (M, K), dtype=np.uint8) | (rng.integers(0, 2, (M, K)) << 7)).astype(np.uint8)
+        av = _e4m3(a)
+    if rhs_k_pack:
+        b = rng.integers(0, 256, (K // 2, N), dtype=np.uint8)
+        bv = np.stack([_FP4[b & 15], _FP4[b >> 4]], 1).reshape(K, N)
+    else:
+        b = rng.integers(0, 256, (K, N // 2), dtype=np.uint8)
+        bv = np.stack([_FP4[b & 15], _FP4[b >> 4]], -1).reshape(K, N)
+    sa = rng.integers(120, 134, (M, K // 32), dtype=np.uint8)
+    sb = rng.integers(120, 134, (N, K // 32), dtype=np.uint8)
+    sb[0, 0] = 0                                                                # e8m0 0 is 2^-127
+    c = np.zeros((M, N), np.float32)
+    dot_scaled_kernel[(1,)](a, sa, b, sb, c, M, N, K, fa, 2 if fa == "e2m1" else 1, rhs_k_pack)
+    fa_ = np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, 1)
+    fb_ = np.repeat(2.0 ** (sb.astype(np.float64) - 127), 32, 1).T
+    ref = 1.0 + (av * fa_) @ (bv * fb_)
+    np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_dot_scaled_refuses_a_scale_of_the_wrong_shape_with_tritons_message():
+    with pytest.raises(CompileError) as ei:
+        dot_scaled_bad_scale_kernel[(1,)](np.zeros((16, 32), np.uint8), np.zeros(16, np.uint8),
+                                          np.zeros((16, 16), np.float32))
+    assert "lhs_scale must be a tensor of shape [16, 2]. Got [16, 1]" in str(ei.value)
+    assert ei.value.line == _line_of(dot_scaled_bad_scale_kernel, "c = tl.dot_scaled")

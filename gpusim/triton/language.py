@@ -15,6 +15,7 @@ from ._state import IGNORED_CALLS as _IGNORED_CALLS
 from . import _core as _C
 from . import _ops_descriptor
 from . import _ops_dot
+from . import _ops_dot_scaled
 from . import _ops_math
 from . import _ops_memory
 from . import _ops_reduce
@@ -122,6 +123,7 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
 
 # ---- compute --------------------------------------------------------------------------------------------------
 dot = _ops_dot.dot
+dot_scaled = _ops_dot_scaled.dot_scaled
 where = _ops_math.where
 maximum = _ops_math.maximum
 minimum = _ops_math.minimum
