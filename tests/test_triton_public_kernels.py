@@ -769,3 +769,22 @@ def test_dot_scaled_refuses_a_scale_of_the_wrong_shape_with_tritons_message():
                                           np.zeros((16, 16), np.float32))
     assert "lhs_scale must be a tensor of shape [16, 2]. Got [16, 1]" in str(ei.value)
     assert ei.value.line == _line_of(dot_scaled_bad_scale_kernel, "c = tl.dot_scaled")
+
+
+# ---- tl.extra.cuda.num_warps() / num_threads() (constexprs of the launch) and `while tl.condition(c)` --------------
+
+@triton.jit
+def launch_warps_kernel(y_ptr, n, B: tl.constexpr):
+    nw: tl.constexpr = tl.extra.cuda.num_warps()
+    nt: tl.constexpr = tl.extra.cuda.num_threads()
+    i = 0
+    while tl.condition(i < n, disable_licm=True):
+        i += 2
+    tl.store(y_ptr + tl.arange(0, B), tl.full((B,), nw * 1000 + nt, tl.int32) + i)
+
+
+def test_extra_cuda_num_warps_and_while_condition():
+    for nw in (1, 4):
+        y = np.zeros(8, np.int32)
+        launch_warps_kernel[(1,)](y, 5, B=8, num_warps=nw)
+        np.testing.assert_array_equal(y, nw * 1000 + nw * 32 + 6)

@@ -243,6 +243,20 @@ def _gdc(name):
     return call
 
 
+def _launch_warps(per_warp):
+    """``tl.extra.cuda.num_warps()`` / ``num_threads()``: the launch's warps (threads) per program, a constexpr."""
+    def call():
+        return constexpr(_C.ST.num_warps * per_warp)
+    call.__name__ = call.__qualname__ = "num_warps" if per_warp == 1 else "num_threads"
+    call.__module__ = __name__ + ".extra.cuda"          # the real compiler's triton.language.extra.cuda.num_warps
+    return call
+
+
+def condition(arg, disable_licm=False):
+    """``while tl.condition(c, disable_licm)``: the loop's condition ``c`` (the hint is for the compiler)."""
+    return arg
+
+
 extra = _types.SimpleNamespace(libdevice=_libdevice, cuda=_types.SimpleNamespace(libdevice=_libdevice))
 
 # ---- random numbers (Triton's Philox) ------------------------------------------------------------------------------
@@ -272,6 +286,7 @@ def _extra_modules():
     cuda = _types.ModuleType(__name__ + ".extra.cuda")
     cuda.libdevice = ld
     cuda.gdc_wait, cuda.gdc_launch_dependents = _gdc("gdc_wait"), _gdc("gdc_launch_dependents")
+    cuda.num_warps, cuda.num_threads = _launch_warps(1), _launch_warps(32)
     ex = _types.ModuleType(__name__ + ".extra")
     ex.libdevice, ex.cuda = ld, cuda
     for m in (ex, cuda, ld):
