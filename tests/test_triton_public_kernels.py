@@ -788,3 +788,25 @@ def test_extra_cuda_num_warps_and_while_condition():
         y = np.zeros(8, np.int32)
         launch_warps_kernel[(1,)](y, 5, B=8, num_warps=nw)
         np.testing.assert_array_equal(y, nw * 1000 + nw * 32 + 6)
+
+
+# ---- Python integers in integer arithmetic take the tensor's type (SGLang's int4 KV unpacking: `k_int8 & 0xF0`) ----
+
+@triton.jit
+def int4_unpack_kernel(k_ptr, out_ptr, N: tl.constexpr, D: tl.constexpr):
+    x = tl.load(k_ptr + tl.arange(0, N)[:, None] * D + tl.arange(0, D)[None, :])
+    low = (x & 0xF).to(tl.int8) - 8
+    high = ((x & 0xF0) >> 4).to(tl.int8) - 8
+    tl.store(out_ptr + tl.arange(0, N)[:, None] * 2 * D + tl.arange(0, 2 * D)[None, :], tl.interleave(low, high))
+
+
+def test_int_scalars_are_checked_against_the_computation_type():
+    raw = np.random.default_rng(0).integers(0, 256, (8, 16)).astype(np.uint8)
+    out = np.zeros((8, 32), np.int8)
+    int4_unpack_kernel[(1,)](raw, out, 8, 16)                      # uint8: 0xF0 fits
+    r = raw.astype(np.int32)
+    np.testing.assert_array_equal(out, np.stack([(r & 15) - 8, (r >> 4) - 8], -1).reshape(8, 32))
+    with pytest.raises(CompileError) as ei:
+        int4_unpack_kernel[(1,)](raw.view(np.int8), out, 8, 16)    # int8: as Triton 3.6 refuses it
+    assert "Scalar 240 is out of range for type int8" in str(ei.value)
+    assert ei.value.line == _line_of(int4_unpack_kernel, "high = ")
