@@ -51,7 +51,7 @@ ALIASES = {
 #: modules of the real triton package that are plain Python over torch (no compiler, no GPU): while gpusim stands in
 #: for triton they are loaded from the installed package's own file, when it is installed
 #: (tutorial 10: ``from triton.tools.mxfp import MXFP4Tensor``)
-REAL_PURE = {"triton.tools.mxfp": ("tools", "mxfp.py")}
+REAL_PURE = {"triton.tools.mxfp": ("tools", "mxfp.py"), "triton._internal_testing": ("_internal_testing.py",)}
 
 
 def _real_pure_spec(name: str):

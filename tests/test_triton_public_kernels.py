@@ -810,3 +810,55 @@ def test_int_scalars_are_checked_against_the_computation_type():
         int4_unpack_kernel[(1,)](raw.view(np.int8), out, 8, 16)    # int8: as Triton 3.6 refuses it
     assert "Scalar 240 is out of range for type int8" in str(ei.value)
     assert ei.value.line == _line_of(int4_unpack_kernel, "high = ")
+
+
+# ---- tuple arguments (Triton's test_tensor_descriptor: `kernel[(1,)](out, inp, inp.shape, inp.stride(), BLOCK)`) ------
+
+@triton.jit
+def tuple_args_kernel(out_ptr, a_ptr, shape, strides, BLOCK_SHAPE):
+    desc = tl.make_tensor_descriptor(a_ptr, shape=shape, strides=strides, block_shape=BLOCK_SHAPE)
+    assert desc.block_shape == [BLOCK_SHAPE[0], BLOCK_SHAPE[1]]
+    ndim: tl.constexpr = len(BLOCK_SHAPE)
+    block = desc.load((0, ) * ndim)
+    idx = tl.arange(0, BLOCK_SHAPE[0])[:, None] * BLOCK_SHAPE[1] + tl.arange(0, BLOCK_SHAPE[1])[None, :]
+    tl.store(out_ptr + idx, block + shape[0] * 1000 + strides[0])
+
+
+def test_tuple_arguments_of_scalars_and_constexprs():
+    torch = pytest.importorskip("torch")
+    a = torch.arange(3 * 40, dtype=torch.float32).reshape(3, 40)[:, :29]      # not contiguous: strides (40, 1)
+    out = torch.zeros(4, 32)
+    tuple_args_kernel[(1,)](out, a, a.shape, a.stride(), (tl.constexpr(4), tl.constexpr(32)))
+    ref = torch.zeros(4, 32)
+    ref[:3, :29] = a
+    np.testing.assert_array_equal(out.numpy(), (ref + 3 * 1000 + 40).numpy())
+
+
+def test_scripts_import_tritons_internal_testing_helpers(tmp_path, capsys):
+    pytest.importorskip("torch")
+    import importlib.util
+    if importlib.util.find_spec("triton") is None:          # loaded from the installed package's own file
+        pytest.skip("triton is not installed")
+    from gpusim.cli import main
+    f = tmp_path / "internal_testing.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+        from triton._internal_testing import is_hopper, is_cuda, numpy_random, to_triton, unwrap_tensor, tma_dtypes
+        from triton._internal_testing import supports_tma
+
+
+        @triton.jit
+        def copy_kernel(x_ptr, y_ptr, B: tl.constexpr):
+            tl.store(y_ptr + tl.arange(0, B), tl.load(x_ptr + tl.arange(0, B)))
+
+
+        x = to_triton(numpy_random((64, ), "bfloat16"), device="cuda", dst_type="bfloat16")
+        y = torch.empty_like(unwrap_tensor(x))
+        copy_kernel[(1, )](x, y, B=64)
+        print("helpers", is_hopper(), is_cuda(), supports_tma(), torch.equal(unwrap_tensor(x), y),
+              triton.runtime.jit.TensorWrapper is triton.TensorWrapper)
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "helpers True True True True True" in capsys.readouterr().out

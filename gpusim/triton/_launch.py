@@ -234,8 +234,7 @@ _JIT_OPTION_KEYS = ("do_not_specialize", "do_not_specialize_on_alignment", "noin
 
 
 def _jit_options(k) -> dict:
-    """The ``@triton.jit(...)`` options of a JIT function (a real Triton one or gpusim's) that change how the real
-    compiler specializes or builds it."""
+    """The ``@triton.jit(...)`` options of a JIT function (real or gpusim's) that change how it is compiled."""
     src = getattr(k, "options", None)
     if not isinstance(src, dict):
         src = {a: getattr(k, a, None) for a in _JIT_OPTION_KEYS}
@@ -430,32 +429,32 @@ def _kernel_values(spec: Spec, vals: dict):
         v = vals[p.name]
         if p.name in spec.constexprs:
             out[p.name] = C.unwrap(v) if not _real_triton_kind(v) == "constexpr" else v.value
-            continue
-        if v is None or isinstance(v, (str, C.dtype)) or _real_triton_kind(v) in ("constexpr", "dtype"):
-            out[p.name] = _rebind(v)
-            continue
-        if isinstance(v, np.ndarray) or (type(v).__module__ or "").startswith("torch") or \
-                (type(v).__name__ == "TensorWrapper" and hasattr(v, "base")):
-            t = _pointer_arg(v, p.name)
-            buffers.append(t.buf)
-            out[p.name] = t
-        elif _is_pointer_like(v):
-            t = _pointer_like_arg(v, p.name)
-            buffers.append(t.buf)
-            out[p.name] = t
-        elif _is_host_descriptor(v):
-            d = _descriptor_arg(v, p.name)
-            buffers.append(d.base.buf)
-            out[p.name] = d
         else:
-            out[p.name] = _scalar_arg(v, p.name)
+            out[p.name] = _arg_value(v, p.name, buffers)
     return out, buffers
 
 
-def _is_host_descriptor(v) -> bool:
-    """A ``TensorDescriptor`` of ``gpusim.triton.tools`` or of ``triton.tools`` (by its fields)."""
-    return type(v).__name__ == "TensorDescriptor" and all(hasattr(v, a) for a in ("base", "shape", "strides",
-                                                                                  "block_shape"))
+def _arg_value(v, name, buffers):
+    """One argument's value (a tuple's element by element, as Triton passes ``x.shape`` / ``x.stride()``)."""
+    if v is None or isinstance(v, (str, C.dtype)) or _real_triton_kind(v) in ("constexpr", "dtype"):
+        return _rebind(v)
+    if isinstance(v, C.constexpr):
+        return v.value
+    if isinstance(v, np.ndarray) or (type(v).__module__ or "").startswith("torch") and not isinstance(v, tuple) \
+            or (type(v).__name__ == "TensorWrapper" and hasattr(v, "base")):            # (torch.Size: a tuple)
+        t = _pointer_arg(v, name)
+    elif isinstance(v, tuple):
+        return tuple(_arg_value(x, name, buffers) for x in v)
+    elif _is_pointer_like(v):
+        t = _pointer_like_arg(v, name)
+    elif D.is_host_descriptor(v):
+        t = _descriptor_arg(v, name)
+        buffers.append(t.base.buf)
+        return t
+    else:
+        return _scalar_arg(v, name)
+    buffers.append(t.buf)
+    return t
 
 
 def _descriptor_arg(v, name) -> D.tensor_descriptor:
