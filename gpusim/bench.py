@@ -16,6 +16,7 @@ own error, at the script's line).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import os
@@ -248,7 +249,9 @@ def torch_cuda_is_host():
     # an operator's CUDA kernel (``torch.library.impl(lib, "op", "CUDA")``, ``custom_op(device_types="cuda")``)
     # serves the host tensors that stand for cuda ones: registered for CPU too
     real_impl = torch.library.Library.impl
-    torch.library.Library.impl = _cuda_impl_on_host(real_impl)
+    # the dispatcher runs an operator's Python kernel without the script's torch-function modes: the kernel is
+    # wrapped to run inside this one again (its tensors say cuda there too: `x.is_cuda`, `x.device.index`)
+    torch.library.Library.impl = _cuda_impl_on_host(real_impl, _CudaIsHost)
     try:
         with _CudaIsHost():
             yield
@@ -263,10 +266,23 @@ def torch_cuda_is_host():
             wrap.wrap_triton_enabled.value = wrap_before
 
 
-def _cuda_impl_on_host(real_impl):
+def _in_mode(fn, mode):
+    """``fn`` run inside a fresh ``mode`` (a torch-function mode) when called."""
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with mode():
+            return fn(*args, **kwargs)
+    return run
+
+
+def _cuda_impl_on_host(real_impl, mode):
     served = set()          # (namespace, op): its CUDA kernel also serves CPU (a CPU kernel of the script's yields)
 
     def impl(self, op_name, fn, dispatch_key="", **kw):
+        fn = _in_mode(fn, mode)
         key = dispatch_key or self.dispatch_key
         op = (self.ns, str(getattr(op_name, "_name", op_name)).split("::")[-1])
         if key == "CPU" and op in served:

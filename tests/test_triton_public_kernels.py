@@ -862,3 +862,38 @@ def test_scripts_import_tritons_internal_testing_helpers(tmp_path, capsys):
     '''))
     assert main(["run", str(f), "--compiler", "builtin"]) == 0
     assert "helpers True True True True True" in capsys.readouterr().out
+
+
+def test_a_custom_ops_kernel_sees_the_scripts_cuda_tensors(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "custom_op_device.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def add_kernel(x_ptr, t_ptr, y_ptr, n, B: tl.constexpr):
+            o = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) + tl.load(t_ptr), mask=o < n)
+
+
+        tables = [torch.tensor([2.0], device="cuda")]
+
+
+        @torch.library.custom_op("gpusim_probe::add_table", mutates_args=())
+        def add_table(x: torch.Tensor) -> torch.Tensor:
+            y = torch.empty_like(x)
+            add_kernel[(2,)](x, tables[x.device.index], y, x.numel(), B=64)
+            print("inside", x.is_cuda, x.device.index)
+            return y
+
+
+        x = torch.arange(100, dtype=torch.float32, device="cuda")
+        print("added", torch.equal(add_table(x), x + 2))
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    out = capsys.readouterr().out
+    assert "inside True 0" in out and "added True" in out
