@@ -897,3 +897,26 @@ def test_a_custom_ops_kernel_sees_the_scripts_cuda_tensors(tmp_path, capsys):
     assert main(["run", str(f), "--compiler", "builtin"]) == 0
     out = capsys.readouterr().out
     assert "inside True 0" in out and "added True" in out
+
+
+# ---- `x_ptr: tl.const`: a pointer to constant data; a store through it is refused as Triton 3.6 refuses it ---------
+
+@triton.jit
+def const_arg_kernel(x_ptr: tl.const, y_ptr, B: tl.constexpr):
+    tl.store(y_ptr + tl.arange(0, B), tl.load(x_ptr + tl.arange(0, B)) * 2)
+
+
+@triton.jit
+def store_to_const_kernel(x_ptr: tl.const, B: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, B), tl.load(x_ptr + tl.arange(0, B)) * 2)
+
+
+def test_const_pointer_arguments():
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    const_arg_kernel[(1,)](x, y, B=16)
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(CompileError) as ei:
+        store_to_const_kernel[(1,)](x, B=16)
+    assert "Cannot store to a constant pointer" in str(ei.value)
+    assert ei.value.line == _line_of(store_to_const_kernel, "tl.store(")

@@ -27,6 +27,7 @@ from . import _control
 from . import _core as C
 from . import _lower as L
 from . import _ops_descriptor as D
+from . import _ops_memory as M
 from . import _ops_tile as _tile
 from . import _realcc
 from . import _rewrite
@@ -430,7 +431,9 @@ def _kernel_values(spec: Spec, vals: dict):
         if p.name in spec.constexprs:
             out[p.name] = C.unwrap(v) if not _real_triton_kind(v) == "constexpr" else v.value
         else:
-            out[p.name] = _arg_value(v, p.name, buffers)
+            t = _arg_value(v, p.name, buffers)
+            const = str(getattr(p.annotation, "__name__", p.annotation)).rpartition(".")[2] == "const"   # tl.const
+            out[p.name] = M.const_pointer(t) if const else t
     return out, buffers
 
 
@@ -681,8 +684,7 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
 
 
 def _checked(t, spec):
-    """A chunk's table, checked the way the engine checks a trace, so that a construct the lowering mishandles is
-    reported at its kernel line (not as a malformed trace inside the engine)."""
+    """A chunk's table, checked as the engine checks a trace: a mishandled construct is reported at its line."""
     nw = t.n_warps
     for i, op in enumerate(t.ops):
         m = op.mem
@@ -773,6 +775,5 @@ def trace_launch(kernel, grid, args, meta: dict | None = None, *, gpu: "GPUConfi
 
 
 def run_launch(kernel, grid, args, meta: dict | None = None) -> None:
-    """Execute a tile-kernel launch functionally only (no trace): outputs are written in place.  Accepts the same
-    kernels as ``trace_launch`` (a real Triton ``@triton.jit`` function too)."""
+    """Execute a launch functionally only (no trace; outputs in place), of the kernels ``trace_launch`` takes."""
     execute(kernel, grid, list(args), dict(meta or {}), record=False)

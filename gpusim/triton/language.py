@@ -252,6 +252,10 @@ def _launch_warps(per_warp):
     return call
 
 
+class const:
+    """``tl.const``: the annotation of a pointer argument to constant data (a store through it is refused)."""
+
+
 def condition(arg, disable_licm=False):
     """``while tl.condition(c, disable_licm)``: the loop's condition ``c`` (the hint is for the compiler)."""
     return arg
