@@ -16,6 +16,7 @@ own error, at the script's line).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import os
@@ -51,7 +52,7 @@ ALIASES = {
 #: modules of the real triton package that are plain Python over torch (no compiler, no GPU): while gpusim stands in
 #: for triton they are loaded from the installed package's own file, when it is installed
 #: (tutorial 10: ``from triton.tools.mxfp import MXFP4Tensor``)
-REAL_PURE = {"triton.tools.mxfp": ("tools", "mxfp.py")}
+REAL_PURE = {"triton.tools.mxfp": ("tools", "mxfp.py"), "triton._internal_testing": ("_internal_testing.py",)}
 
 
 def _real_pure_spec(name: str):
@@ -171,7 +172,11 @@ def torch_cuda_is_host():
     from torch.overrides import TorchFunctionMode
     from .triton.runtime import _current_gpu
     is_cuda = torch._C.TensorBase.__dict__["is_cuda"]
+    device_of = torch._C.TensorBase.__dict__["device"]
     cpu = torch.device("cpu")
+    # a tensor of the simulated GPU has a device index (the one GPU, 0): `fp4_vals[x.device.index]`,
+    # `torch.cuda.device(x.device.index)`; its type stays "cpu", where its memory is
+    cpu0 = torch.device("cpu", 0)
 
     def host(d):
         if isinstance(d, torch.device):
@@ -182,8 +187,12 @@ def torch_cuda_is_host():
 
     class _CudaIsHost(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            if getattr(func, "__self__", None) is is_cuda:
+            owner = getattr(func, "__self__", None)
+            if owner is is_cuda:
                 return True
+            if owner is device_of:
+                d = func(*args, **(kwargs or {}))
+                return cpu0 if d.type == "cpu" and d.index is None else d
             if func is torch.Tensor.cuda:
                 return args[0]
             kwargs = kwargs or {}
@@ -240,7 +249,9 @@ def torch_cuda_is_host():
     # an operator's CUDA kernel (``torch.library.impl(lib, "op", "CUDA")``, ``custom_op(device_types="cuda")``)
     # serves the host tensors that stand for cuda ones: registered for CPU too
     real_impl = torch.library.Library.impl
-    torch.library.Library.impl = _cuda_impl_on_host(real_impl)
+    # the dispatcher runs an operator's Python kernel without the script's torch-function modes: the kernel is
+    # wrapped to run inside this one again (its tensors say cuda there too: `x.is_cuda`, `x.device.index`)
+    torch.library.Library.impl = _cuda_impl_on_host(real_impl, _CudaIsHost)
     try:
         with _CudaIsHost():
             yield
@@ -255,10 +266,23 @@ def torch_cuda_is_host():
             wrap.wrap_triton_enabled.value = wrap_before
 
 
-def _cuda_impl_on_host(real_impl):
+def _in_mode(fn, mode):
+    """``fn`` run inside a fresh ``mode`` (a torch-function mode) when called."""
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with mode():
+            return fn(*args, **kwargs)
+    return run
+
+
+def _cuda_impl_on_host(real_impl, mode):
     served = set()          # (namespace, op): its CUDA kernel also serves CPU (a CPU kernel of the script's yields)
 
     def impl(self, op_name, fn, dispatch_key="", **kw):
+        fn = _in_mode(fn, mode)
         key = dispatch_key or self.dispatch_key
         op = (self.ns, str(getattr(op_name, "_name", op_name)).split("::")[-1])
         if key == "CPU" and op in served:

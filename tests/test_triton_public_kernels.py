@@ -670,3 +670,253 @@ def test_tl_random_module_names_the_philox_helpers():
     assert out[0] == out[1] and 1.0 - np.finfo(np.float32).eps <= out[0] < 1.0
     import sys
     assert sys.modules["gpusim.triton.language.random"].randint is tl.randint
+
+
+# ---- a tensor of the simulated GPU has a device index (GemLite: `fp4_vals[t.device.index]`) -----------------------
+
+def test_a_scripts_cuda_tensor_has_device_index_zero(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "dev_index.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def add_kernel(x_ptr, t_ptr, y_ptr, n, B: tl.constexpr):
+            o = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) + tl.load(t_ptr), mask=o < n)
+
+
+        table = [torch.tensor([3.0], device="cuda:%d" % i) for i in range(torch.cuda.device_count())]
+        x = torch.arange(100, dtype=torch.float32, device="cuda")
+        y = torch.empty_like(x)
+        with torch.cuda.device(x.device.index):
+            add_kernel[(2,)](x, table[x.device.index], y, x.numel(), B=64)
+        print("index", x.device.index, torch.equal(y, x + 3), torch.empty(2, device=x.device).is_cuda)
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "index 0 True True" in capsys.readouterr().out
+
+
+# ---- tl.dot_scaled (GemLite's MXFP GEMMs): operands upcast to bf16 times their scales, as Triton on an H100 ---------
+
+@triton.jit
+def dot_scaled_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                      FA: tl.constexpr, PA: tl.constexpr, RHS_K_PACK: tl.constexpr):
+    KA: tl.constexpr = K // PA
+    a = tl.load(a_ptr + tl.arange(0, M)[:, None] * KA + tl.arange(0, KA)[None, :])
+    if RHS_K_PACK:
+        b = tl.load(b_ptr + tl.arange(0, K // 2)[:, None] * N + tl.arange(0, N)[None, :])
+    else:
+        b = tl.load(b_ptr + tl.arange(0, K)[:, None] * (N // 2) + tl.arange(0, N // 2)[None, :])
+    sa = tl.load(as_ptr + tl.arange(0, M)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    sb = tl.load(bs_ptr + tl.arange(0, N)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    acc = tl.full((M, N), 1.0, tl.float32)
+    c = tl.dot_scaled(a, sa, FA, b, sb, "e2m1", acc, rhs_k_pack=RHS_K_PACK)
+    tl.store(c_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+@triton.jit
+def dot_scaled_bad_scale_kernel(a_ptr, s_ptr, c_ptr):
+    a = tl.load(a_ptr + tl.arange(0, 16)[:, None] * 32 + tl.arange(0, 32)[None, :])
+    s = tl.load(s_ptr + tl.arange(0, 16)[:, None] + tl.arange(0, 1)[None, :])
+    c = tl.dot_scaled(a, s, "e2m1", a.trans(), None, "e2m1")
+    tl.store(c_ptr + tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :], c)
+
+
+_FP4 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], np.float32)
+
+
+def _e4m3(raw):
+    e, m = (raw >> 3) & 15, (raw & 7).astype(np.float32)
+    mag = np.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * 2.0 ** (e.astype(np.float32) - 7))
+    return np.where(raw >> 7, -mag, mag).astype(np.float32)
+
+
+@pytest.mark.parametrize("fa,rhs_k_pack", [("e2m1", True), ("e2m1", False), ("e4m3", True)])
+def test_dot_scaled_upcasts_microscaled_operands(fa, rhs_k_pack):
+    rng = np.random.default_rng(1)
+    M, N, K = 16, 32, 64
+    if fa == "e2m1":
+        a = rng.integers(0, 256, (M, K // 2), dtype=np.uint8)
+        av = np.stack([_FP4[a & 15], _FP4[a >> 4]], -1).reshape(M, K)         # the low nibble first, along K
+    else:
+        a = (rng.integers(0, 0x77, (M, K), dtype=np.uint8) | (rng.integers(0, 2, (M, K)) << 7)).astype(np.uint8)
+        av = _e4m3(a)
+    if rhs_k_pack:
+        b = rng.integers(0, 256, (K // 2, N), dtype=np.uint8)
+        bv = np.stack([_FP4[b & 15], _FP4[b >> 4]], 1).reshape(K, N)
+    else:
+        b = rng.integers(0, 256, (K, N // 2), dtype=np.uint8)
+        bv = np.stack([_FP4[b & 15], _FP4[b >> 4]], -1).reshape(K, N)
+    sa = rng.integers(120, 134, (M, K // 32), dtype=np.uint8)
+    sb = rng.integers(120, 134, (N, K // 32), dtype=np.uint8)
+    sb[0, 0] = 0                                                                # e8m0 0 is 2^-127
+    c = np.zeros((M, N), np.float32)
+    dot_scaled_kernel[(1,)](a, sa, b, sb, c, M, N, K, fa, 2 if fa == "e2m1" else 1, rhs_k_pack)
+    fa_ = np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, 1)
+    fb_ = np.repeat(2.0 ** (sb.astype(np.float64) - 127), 32, 1).T
+    ref = 1.0 + (av * fa_) @ (bv * fb_)
+    np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_dot_scaled_refuses_a_scale_of_the_wrong_shape_with_tritons_message():
+    with pytest.raises(CompileError) as ei:
+        dot_scaled_bad_scale_kernel[(1,)](np.zeros((16, 32), np.uint8), np.zeros(16, np.uint8),
+                                          np.zeros((16, 16), np.float32))
+    assert "lhs_scale must be a tensor of shape [16, 2]. Got [16, 1]" in str(ei.value)
+    assert ei.value.line == _line_of(dot_scaled_bad_scale_kernel, "c = tl.dot_scaled")
+
+
+# ---- tl.extra.cuda.num_warps() / num_threads() (constexprs of the launch) and `while tl.condition(c)` --------------
+
+@triton.jit
+def launch_warps_kernel(y_ptr, n, B: tl.constexpr):
+    nw: tl.constexpr = tl.extra.cuda.num_warps()
+    nt: tl.constexpr = tl.extra.cuda.num_threads()
+    i = 0
+    while tl.condition(i < n, disable_licm=True):
+        i += 2
+    tl.store(y_ptr + tl.arange(0, B), tl.full((B,), nw * 1000 + nt, tl.int32) + i)
+
+
+def test_extra_cuda_num_warps_and_while_condition():
+    for nw in (1, 4):
+        y = np.zeros(8, np.int32)
+        launch_warps_kernel[(1,)](y, 5, B=8, num_warps=nw)
+        np.testing.assert_array_equal(y, nw * 1000 + nw * 32 + 6)
+
+
+# ---- Python integers in integer arithmetic take the tensor's type (SGLang's int4 KV unpacking: `k_int8 & 0xF0`) ----
+
+@triton.jit
+def int4_unpack_kernel(k_ptr, out_ptr, N: tl.constexpr, D: tl.constexpr):
+    x = tl.load(k_ptr + tl.arange(0, N)[:, None] * D + tl.arange(0, D)[None, :])
+    low = (x & 0xF).to(tl.int8) - 8
+    high = ((x & 0xF0) >> 4).to(tl.int8) - 8
+    tl.store(out_ptr + tl.arange(0, N)[:, None] * 2 * D + tl.arange(0, 2 * D)[None, :], tl.interleave(low, high))
+
+
+def test_int_scalars_are_checked_against_the_computation_type():
+    raw = np.random.default_rng(0).integers(0, 256, (8, 16)).astype(np.uint8)
+    out = np.zeros((8, 32), np.int8)
+    int4_unpack_kernel[(1,)](raw, out, 8, 16)                      # uint8: 0xF0 fits
+    r = raw.astype(np.int32)
+    np.testing.assert_array_equal(out, np.stack([(r & 15) - 8, (r >> 4) - 8], -1).reshape(8, 32))
+    with pytest.raises(CompileError) as ei:
+        int4_unpack_kernel[(1,)](raw.view(np.int8), out, 8, 16)    # int8: as Triton 3.6 refuses it
+    assert "Scalar 240 is out of range for type int8" in str(ei.value)
+    assert ei.value.line == _line_of(int4_unpack_kernel, "high = ")
+
+
+# ---- tuple arguments (Triton's test_tensor_descriptor: `kernel[(1,)](out, inp, inp.shape, inp.stride(), BLOCK)`) ------
+
+@triton.jit
+def tuple_args_kernel(out_ptr, a_ptr, shape, strides, BLOCK_SHAPE):
+    desc = tl.make_tensor_descriptor(a_ptr, shape=shape, strides=strides, block_shape=BLOCK_SHAPE)
+    assert desc.block_shape == [BLOCK_SHAPE[0], BLOCK_SHAPE[1]]
+    ndim: tl.constexpr = len(BLOCK_SHAPE)
+    block = desc.load((0, ) * ndim)
+    idx = tl.arange(0, BLOCK_SHAPE[0])[:, None] * BLOCK_SHAPE[1] + tl.arange(0, BLOCK_SHAPE[1])[None, :]
+    tl.store(out_ptr + idx, block + shape[0] * 1000 + strides[0])
+
+
+def test_tuple_arguments_of_scalars_and_constexprs():
+    torch = pytest.importorskip("torch")
+    a = torch.arange(3 * 40, dtype=torch.float32).reshape(3, 40)[:, :29]      # not contiguous: strides (40, 1)
+    out = torch.zeros(4, 32)
+    tuple_args_kernel[(1,)](out, a, a.shape, a.stride(), (tl.constexpr(4), tl.constexpr(32)))
+    ref = torch.zeros(4, 32)
+    ref[:3, :29] = a
+    np.testing.assert_array_equal(out.numpy(), (ref + 3 * 1000 + 40).numpy())
+
+
+def test_scripts_import_tritons_internal_testing_helpers(tmp_path, capsys):
+    pytest.importorskip("torch")
+    import importlib.util
+    if importlib.util.find_spec("triton") is None:          # loaded from the installed package's own file
+        pytest.skip("triton is not installed")
+    from gpusim.cli import main
+    f = tmp_path / "internal_testing.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+        from triton._internal_testing import is_hopper, is_cuda, numpy_random, to_triton, unwrap_tensor, tma_dtypes
+        from triton._internal_testing import supports_tma
+
+
+        @triton.jit
+        def copy_kernel(x_ptr, y_ptr, B: tl.constexpr):
+            tl.store(y_ptr + tl.arange(0, B), tl.load(x_ptr + tl.arange(0, B)))
+
+
+        x = to_triton(numpy_random((64, ), "bfloat16"), device="cuda", dst_type="bfloat16")
+        y = torch.empty_like(unwrap_tensor(x))
+        copy_kernel[(1, )](x, y, B=64)
+        print("helpers", is_hopper(), is_cuda(), supports_tma(), torch.equal(unwrap_tensor(x), y),
+              triton.runtime.jit.TensorWrapper is triton.TensorWrapper)
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "helpers True True True True True" in capsys.readouterr().out
+
+
+def test_a_custom_ops_kernel_sees_the_scripts_cuda_tensors(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "custom_op_device.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def add_kernel(x_ptr, t_ptr, y_ptr, n, B: tl.constexpr):
+            o = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n) + tl.load(t_ptr), mask=o < n)
+
+
+        tables = [torch.tensor([2.0], device="cuda")]
+
+
+        @torch.library.custom_op("gpusim_probe::add_table", mutates_args=())
+        def add_table(x: torch.Tensor) -> torch.Tensor:
+            y = torch.empty_like(x)
+            add_kernel[(2,)](x, tables[x.device.index], y, x.numel(), B=64)
+            print("inside", x.is_cuda, x.device.index)
+            return y
+
+
+        x = torch.arange(100, dtype=torch.float32, device="cuda")
+        print("added", torch.equal(add_table(x), x + 2))
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    out = capsys.readouterr().out
+    assert "inside True 0" in out and "added True" in out
+
+
+# ---- `x_ptr: tl.const`: a pointer to constant data; a store through it is refused as Triton 3.6 refuses it ---------
+
+@triton.jit
+def const_arg_kernel(x_ptr: tl.const, y_ptr, B: tl.constexpr):
+    tl.store(y_ptr + tl.arange(0, B), tl.load(x_ptr + tl.arange(0, B)) * 2)
+
+
+@triton.jit
+def store_to_const_kernel(x_ptr: tl.const, B: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, B), tl.load(x_ptr + tl.arange(0, B)) * 2)
+
+
+def test_const_pointer_arguments():
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros(16, np.float32)
+    const_arg_kernel[(1,)](x, y, B=16)
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(CompileError) as ei:
+        store_to_const_kernel[(1,)](x, B=16)
+    assert "Cannot store to a constant pointer" in str(ei.value)
+    assert ei.value.line == _line_of(store_to_const_kernel, "tl.store(")

@@ -631,8 +631,8 @@ def test_missing_constexpr():
 
 @triton.jit
 def unsupported_kernel(x_ptr):
-    tl.store(x_ptr, tl.dot_scaled(tl.zeros((16, 16), tl.uint8), None, "e2m1", tl.zeros((16, 16), tl.uint8), None,
-                                  "e2m1"))
+    tl.store(x_ptr, tl.dot_scaled(tl.zeros((2, 16, 16), tl.uint8), None, "e2m1", tl.zeros((2, 16, 16), tl.uint8),
+                                  None, "e2m1"))      # batched (3D) microscaled products: not simulated
 
 
 def test_unsupported_tl_function_is_named():

@@ -519,3 +519,29 @@ def k(x_ptr, n, BLOCK: tl.constexpr):
         acc = acc.to(tl.float16)
     tl.store(x_ptr + offs, acc.to(tl.float32) + cnt)
 """, P1, B)
+
+case("int8_and_out_of_range_scalar", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    q = tl.load(x_ptr + offs).to(tl.int8)
+    hi = (q & 0xF0) >> 4
+    tl.store(x_ptr + offs, hi.to(tl.float32))
+""", P1, B, expect="reject", names=("Scalar 240 is out of range for type int8",))
+
+case("uint8_and_in_range_scalar", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    q = tl.load(x_ptr + offs).to(tl.uint8)
+    hi = (q & 0xF0) >> 4
+    tl.store(x_ptr + offs, hi.to(tl.float32) + (q < 255).to(tl.float32))
+""", P1, B)
+
+case("unsigned_minus_negative_scalar", """
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    q = tl.load(x_ptr + offs).to(tl.uint32)
+    tl.store(x_ptr + offs, (q + -1).to(tl.float32))
+""", P1, B, expect="reject", names=("unsigned tensor and a negative scalar",))

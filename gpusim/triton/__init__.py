@@ -107,6 +107,19 @@ def reinterpret(tensor, dtype):
     raise TypeError(f"Cannot reinterpret a {type(tensor)}.")
 
 
+#: ``triton.runtime.jit.type_canonicalisation_dict`` (Triton's ``_utils``): dtype names to Triton's short names
+type_canonicalisation_dict = {
+    "bool": "u1", "int1": "u1", "uint1": "u1", "i1": "u1",
+    "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8e4b15": "fp8e4b15", "float8_e4m3fn": "fp8e4nv",
+    "float8e4b8": "fp8e4b8", "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2": "fp8e5", "float8e5b16": "fp8e5b16",
+    "float8_e5m2fnuz": "fp8e5b16", "half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32",
+    "float32": "fp32", "double": "fp64", "float64": "fp64",
+    "int8": "i8", "int16": "i16", "int": "i32", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "void": "void",
+}
+type_canonicalisation_dict.update({v: v for v in list(type_canonicalisation_dict.values())})
+
+
 def cdiv(x, y):
     return (x + y - 1) // y
 
@@ -400,9 +413,12 @@ from . import _errors as errors, compiler, knobs  # noqa: E402  (``triton.errors
 
 # ``triton.runtime``'s names, as Triton exports them there too (``triton.runtime.Autotuner`` ...)
 for _n in ("Autotuner", "Config", "Heuristics", "autotune", "heuristics", "JITFunction", "KernelInterface",
-           "TensorWrapper", "reinterpret", "OutOfResources", "InterpreterError", "jit"):
+           "TensorWrapper", "reinterpret", "OutOfResources", "InterpreterError"):
     setattr(runtime, _n, globals()[_n])
 del _n
+# ``triton.runtime.jit`` is Triton's module (``triton.runtime.jit.TensorWrapper``, ``.type_canonicalisation_dict``,
+# ``.jit``): this package, which has those names
+runtime.jit = sys.modules[__name__]
 runtime.errors = errors
 compiler.errors = errors
 

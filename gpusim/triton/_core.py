@@ -392,6 +392,22 @@ def _trunc_rem(x, y):
         return (x - _trunc_div(x, y) * y).astype(np.result_type(x, y), copy=False)
 
 
+def _check_int_scalars(ct: dtype, *scalars):
+    """Triton's checks of Python integers against the integer type of the computation (``x_int8 & 0xF0``: "Scalar
+    240 is out of range for type int8"; a negative scalar with an unsigned tensor)."""
+    for x in scalars:
+        if x is None or isinstance(x, (float, np.floating)):
+            continue
+        x = int(x)
+        if x < 0 and not ct.is_int_signed():
+            fail(CompileError, "Cannot perform a binary operation between an unsigned tensor and a negative scalar. "
+                               "Perform a explicit cast on one of them.")
+        bits = ct.primitive_bitwidth
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ct.is_int_signed() else (0, (1 << bits) - 1)
+        if bits > 1 and not lo <= x <= hi:
+            fail(CompileError, f"Scalar {x} is out of range for type {ct}")
+
+
 def binary(op: str, a, b) -> tensor | Any:
     a = unwrap(a)
     b = unwrap(b)
@@ -448,6 +464,8 @@ def binary(op: str, a, b) -> tensor | Any:
         ct = integer_promote(da, db) if not (a_s or b_s) else computation_type(da, a_s, db, b_s, False)
     else:
         ct = computation_type(da, a_s, db, b_s, div_or_mod)
+    if ct.is_int() and (a_s or b_s):
+        _check_int_scalars(ct, a if a_s else None, b if b_s else None)
     if op == "truediv" and ct.is_int():
         ct = float32
     if op == "floordiv" and not ct.is_int():

@@ -124,6 +124,7 @@ class pointer_type(dtype):
     def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False):
         super().__init__(f"pointer<{element_ty.name}>", 64, "p", np.int64, None)
         self.element_ty = element_ty
+        self.const = const              # a ``tl.const`` argument: stores through it are refused
 
     def is_ptr(self):
         return True

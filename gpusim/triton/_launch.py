@@ -27,6 +27,7 @@ from . import _control
 from . import _core as C
 from . import _lower as L
 from . import _ops_descriptor as D
+from . import _ops_memory as M
 from . import _ops_tile as _tile
 from . import _realcc
 from . import _rewrite
@@ -234,8 +235,7 @@ _JIT_OPTION_KEYS = ("do_not_specialize", "do_not_specialize_on_alignment", "noin
 
 
 def _jit_options(k) -> dict:
-    """The ``@triton.jit(...)`` options of a JIT function (a real Triton one or gpusim's) that change how the real
-    compiler specializes or builds it."""
+    """The ``@triton.jit(...)`` options of a JIT function (real or gpusim's) that change how it is compiled."""
     src = getattr(k, "options", None)
     if not isinstance(src, dict):
         src = {a: getattr(k, a, None) for a in _JIT_OPTION_KEYS}
@@ -430,32 +430,34 @@ def _kernel_values(spec: Spec, vals: dict):
         v = vals[p.name]
         if p.name in spec.constexprs:
             out[p.name] = C.unwrap(v) if not _real_triton_kind(v) == "constexpr" else v.value
-            continue
-        if v is None or isinstance(v, (str, C.dtype)) or _real_triton_kind(v) in ("constexpr", "dtype"):
-            out[p.name] = _rebind(v)
-            continue
-        if isinstance(v, np.ndarray) or (type(v).__module__ or "").startswith("torch") or \
-                (type(v).__name__ == "TensorWrapper" and hasattr(v, "base")):
-            t = _pointer_arg(v, p.name)
-            buffers.append(t.buf)
-            out[p.name] = t
-        elif _is_pointer_like(v):
-            t = _pointer_like_arg(v, p.name)
-            buffers.append(t.buf)
-            out[p.name] = t
-        elif _is_host_descriptor(v):
-            d = _descriptor_arg(v, p.name)
-            buffers.append(d.base.buf)
-            out[p.name] = d
         else:
-            out[p.name] = _scalar_arg(v, p.name)
+            t = _arg_value(v, p.name, buffers)
+            const = str(getattr(p.annotation, "__name__", p.annotation)).rpartition(".")[2] == "const"   # tl.const
+            out[p.name] = M.const_pointer(t) if const else t
     return out, buffers
 
 
-def _is_host_descriptor(v) -> bool:
-    """A ``TensorDescriptor`` of ``gpusim.triton.tools`` or of ``triton.tools`` (by its fields)."""
-    return type(v).__name__ == "TensorDescriptor" and all(hasattr(v, a) for a in ("base", "shape", "strides",
-                                                                                  "block_shape"))
+def _arg_value(v, name, buffers):
+    """One argument's value (a tuple's element by element, as Triton passes ``x.shape`` / ``x.stride()``)."""
+    if v is None or isinstance(v, (str, C.dtype)) or _real_triton_kind(v) in ("constexpr", "dtype"):
+        return _rebind(v)
+    if isinstance(v, C.constexpr):
+        return v.value
+    if isinstance(v, np.ndarray) or (type(v).__module__ or "").startswith("torch") and not isinstance(v, tuple) \
+            or (type(v).__name__ == "TensorWrapper" and hasattr(v, "base")):            # (torch.Size: a tuple)
+        t = _pointer_arg(v, name)
+    elif isinstance(v, tuple):
+        return tuple(_arg_value(x, name, buffers) for x in v)
+    elif _is_pointer_like(v):
+        t = _pointer_like_arg(v, name)
+    elif D.is_host_descriptor(v):
+        t = _descriptor_arg(v, name)
+        buffers.append(t.base.buf)
+        return t
+    else:
+        return _scalar_arg(v, name)
+    buffers.append(t.buf)
+    return t
 
 
 def _descriptor_arg(v, name) -> D.tensor_descriptor:
@@ -682,8 +684,7 @@ def execute(kernel, grid, args, kwargs, *, record: bool, gpu: "GPUConfig | str" 
 
 
 def _checked(t, spec):
-    """A chunk's table, checked the way the engine checks a trace, so that a construct the lowering mishandles is
-    reported at its kernel line (not as a malformed trace inside the engine)."""
+    """A chunk's table, checked as the engine checks a trace: a mishandled construct is reported at its line."""
     nw = t.n_warps
     for i, op in enumerate(t.ops):
         m = op.mem
@@ -774,6 +775,5 @@ def trace_launch(kernel, grid, args, meta: dict | None = None, *, gpu: "GPUConfi
 
 
 def run_launch(kernel, grid, args, meta: dict | None = None) -> None:
-    """Execute a tile-kernel launch functionally only (no trace): outputs are written in place.  Accepts the same
-    kernels as ``trace_launch`` (a real Triton ``@triton.jit`` function too)."""
+    """Execute a launch functionally only (no trace; outputs in place), of the kernels ``trace_launch`` takes."""
     execute(kernel, grid, list(args), dict(meta or {}), record=False)

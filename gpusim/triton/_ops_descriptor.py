@@ -27,6 +27,12 @@ def _vec(x) -> np.ndarray:
     return np.array([int(x)], np.int64)
 
 
+def is_host_descriptor(v) -> bool:
+    """A ``TensorDescriptor`` of ``gpusim.triton.tools`` or of ``triton.tools`` (by its fields)."""
+    return type(v).__name__ == "TensorDescriptor" and all(hasattr(v, a) for a in ("base", "shape", "strides",
+                                                                                  "block_shape"))
+
+
 class tensor_descriptor:
     """A tensor descriptor of every program of the chunk (``tl.tensor_descriptor``)."""
 
@@ -34,7 +40,7 @@ class tensor_descriptor:
         self.base = base
         self.shape = tuple(shape)
         self.strides = tuple(strides)
-        self.block_shape = [int(unwrap(b)) for b in block_shape]
+        self.block_shape = tuple(int(unwrap(b)) for b in block_shape)     # (a kernel's list literals are tuples)
         self.padding = padding
         self.host = host                 # passed from the host (a kernel argument) rather than made in the kernel
         self.src = None                  # lowering: the op that made it (device descriptors)

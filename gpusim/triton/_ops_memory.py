@@ -215,6 +215,15 @@ def _invalidate_aliases(buf):
 def _check_ptr(ptr, what):
     if not isinstance(ptr, tensor) or not ptr.dtype.is_ptr():
         fail(CompileError, f"Unsupported ptr type {getattr(ptr, 'dtype', type(ptr).__name__)!r} in `tl.{what}`")
+    if what != "load" and getattr(ptr.dtype, "const", False):
+        fail(CompileError, "Cannot store to a constant pointer")
+
+
+def const_pointer(t):
+    """A kernel argument annotated ``tl.const``: a pointer to constant data (stores through it are refused)."""
+    if isinstance(t, tensor) and t.dtype.is_ptr():
+        t.dtype = C.pointer_type(t.dtype.element_ty, const=True)
+    return t
 
 
 def _as_mask(mask):

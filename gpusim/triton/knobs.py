@@ -167,7 +167,8 @@ class NvidiaTool:
 
 class env_nvidia_tool(env_base):
     """An NVIDIA tool's path (``knobs.nvidia.ptxas.path``): the variable's, else the tool's name (gpusim runs no
-    tool through these knobs)."""
+    tool through these knobs); its version is that of the ptxas Triton 3.6 ships (12.8), which scripts parse
+    (``triton._internal_testing.supports_tma``)."""
 
     def __init__(self, binary: str) -> None:
         self.binary = binary
@@ -177,7 +178,7 @@ class env_nvidia_tool(env_base):
         return self.transform(getenv(self.key))
 
     def transform(self, path) -> NvidiaTool:
-        return path if isinstance(path, NvidiaTool) else NvidiaTool(path or self.binary, "")
+        return path if isinstance(path, NvidiaTool) else NvidiaTool(path or self.binary, "12.8")
 
 
 class HookChain:

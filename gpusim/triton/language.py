@@ -15,6 +15,7 @@ from ._state import IGNORED_CALLS as _IGNORED_CALLS
 from . import _core as _C
 from . import _ops_descriptor
 from . import _ops_dot
+from . import _ops_dot_scaled
 from . import _ops_math
 from . import _ops_memory
 from . import _ops_reduce
@@ -122,6 +123,7 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
 
 # ---- compute --------------------------------------------------------------------------------------------------
 dot = _ops_dot.dot
+dot_scaled = _ops_dot_scaled.dot_scaled
 where = _ops_math.where
 maximum = _ops_math.maximum
 minimum = _ops_math.minimum
@@ -241,6 +243,24 @@ def _gdc(name):
     return call
 
 
+def _launch_warps(per_warp):
+    """``tl.extra.cuda.num_warps()`` / ``num_threads()``: the launch's warps (threads) per program, a constexpr."""
+    def call():
+        return constexpr(_C.ST.num_warps * per_warp)
+    call.__name__ = call.__qualname__ = "num_warps" if per_warp == 1 else "num_threads"
+    call.__module__ = __name__ + ".extra.cuda"          # the real compiler's triton.language.extra.cuda.num_warps
+    return call
+
+
+class const:
+    """``tl.const``: the annotation of a pointer argument to constant data (a store through it is refused)."""
+
+
+def condition(arg, disable_licm=False):
+    """``while tl.condition(c, disable_licm)``: the loop's condition ``c`` (the hint is for the compiler)."""
+    return arg
+
+
 extra = _types.SimpleNamespace(libdevice=_libdevice, cuda=_types.SimpleNamespace(libdevice=_libdevice))
 
 # ---- random numbers (Triton's Philox) ------------------------------------------------------------------------------
@@ -270,6 +290,7 @@ def _extra_modules():
     cuda = _types.ModuleType(__name__ + ".extra.cuda")
     cuda.libdevice = ld
     cuda.gdc_wait, cuda.gdc_launch_dependents = _gdc("gdc_wait"), _gdc("gdc_launch_dependents")
+    cuda.num_warps, cuda.num_threads = _launch_warps(1), _launch_warps(32)
     ex = _types.ModuleType(__name__ + ".extra")
     ex.libdevice, ex.cuda = ld, cuda
     for m in (ex, cuda, ld):
