@@ -127,6 +127,8 @@ def classify(obj):
         return it
     if isinstance(obj, _nbtypes.Scalar):
         return ("dtype", obj.dtype)
+    if isinstance(getattr(type(obj), "_gpusim_untyped", None), str):
+        return ("untyped", type(obj)._gpusim_untyped)   # a CUDA ufunc: numba-cuda has no type for it in a kernel
     if getattr(obj, "_gpusim_frontend", None) == "cuda" or \
             isinstance(getattr(obj, "py_func", None), types.FunctionType):
         return ("devfn", obj.py_func)       # gpusim / numba-cuda device functions, numba @njit helpers

@@ -64,6 +64,9 @@ class ExpressionRewriter:
                 return self.k(const(np.int32(32)))
             raise self.unsupported(f"using cuda.{'.'.join(path)} as a value", node)
         what = ast.unparse(node)
+        if kind == "untyped":
+            raise self.compile_error(f"Untyped global name {what!r}: Cannot determine Numba type of "
+                                     f"<class '{tag[1]}'>", node)
         if kind == "unknown":
             raise self.unsupported(f"global {what!r} of type {type(tag[1]).__name__}", node)
         raise self.unsupported(f"using {what!r} as a value", node)
@@ -377,6 +380,10 @@ class ExpressionRewriter:
             if len(n.args) != 1 or n.keywords:
                 raise self.unsupported(f"{ast.unparse(n.func)} with more than the array", n)
             return _rt("method", self.expr(n.args[0]), _c(tag[1]), ast.Tuple(elts=[], ctx=ast.Load()), _c(line))
+        if kind == "untyped":
+            raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
+                                     f"<class '{tag[1]}'> (a CUDA ufunc is called on arrays from the host; in a "
+                                     "kernel call a @cuda.jit(device=True) function)", n)
         if kind == "pyfunc":
             raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
                                      "<class 'function'> (a plain Python function: decorate it with "
