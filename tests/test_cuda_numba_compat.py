@@ -1174,3 +1174,80 @@ def test_njit_helpers_called_from_a_kernel_reach_the_real_compiler(tmp_path, cap
     assert main(["run", str(src)]) == 0
     out = capsys.readouterr().out
     assert "compiler: numba-cuda" in out and "rejects" not in out
+
+
+# ---- probe round 5: operator functions, module globals, namedtuple globals, tuple-valued conditionals ---------
+
+import operator as _operator          # noqa: E402
+from collections import namedtuple as _namedtuple      # noqa: E402
+
+_CFG = _namedtuple("_CFG", ["lo", "hi"])(np.float32(0.25), np.float32(4.0))
+
+
+@cuda.jit(device=True)
+def _warp_fold(func, val, width):
+    def ilog2(v):
+        return 31 - cuda.clz(np.int32(v))
+    for i in range(ilog2(width)):
+        val = func(val, cuda.shfl_xor_sync(0xffffffff, val, 1 << i))
+    return val
+
+
+@cuda.jit
+def _fold_kernel(a, out):
+    i = cuda.threadIdx.x
+    lo, hi = (_CFG.lo, _CFG.hi) if i % 2 == 0 else (np.float32(-1), np.float32(1))
+    out[i, 0] = _warp_fold(_operator.add, a[i], 32)
+    out[i, 1] = _warp_fold(max, a[i], 8)
+    out[i, 2] = _warp_fold(_operator.mul, a[i] * 0 + 2, 4)
+    out[i, 3] = lo + hi + np.float32(_operator.neg(_CFG[1]))
+    out[i, 4] = _operator.lt(a[i], 5.0)
+
+
+def test_operator_functions_passed_to_a_device_function_and_namedtuple_globals():
+    a = np.arange(32, dtype=np.float32)
+    out = np.zeros((32, 5), np.float32)
+    _fold_kernel[1, 32](a, out)
+    lane = np.arange(32)
+    assert np.all(out[:, 0] == a.sum())
+    assert np.array_equal(out[:, 1], (lane // 8) * 8 + 7)              # xor-butterfly max over groups of 8 lanes
+    assert np.all(out[:, 2] == 16.0)                                    # 2 ** 4 over groups of 4
+    assert np.array_equal(out[:, 3], np.where(lane % 2 == 0, 0.25 + 4.0 - 4.0, 0.0 - 4.0))
+    assert np.array_equal(out[:, 4], (a < 5).astype(np.float32))
+
+
+def test_a_global_module_attribute_and_a_record_global_and_gpus_as_context(tmp_path, capsys):
+    from gpusim.cli import main
+    (tmp_path / "helpers_p5.py").write_text(textwrap.dedent('''
+        from numba import cuda
+        @cuda.jit(device=True)
+        def twice(x):
+            return 2 * x
+    '''))
+    src = tmp_path / "mod_p5.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+        import helpers_p5 as hp
+
+        @cuda.jit
+        def k(a):
+            i = cuda.grid(1)
+            if i < a.size:
+                a[i] = hp.twice(a[i])
+
+        a = np.arange(8.0)
+        with cuda.gpus[0]:
+            k[1, 8](a)
+        assert list(a) == [2.0 * x for x in range(8)], a
+
+        rec = np.rec.array([(1.5, 2.0)], dtype=[('lo', 'f4'), ('hi', 'f4')])[0]
+
+        @cuda.jit
+        def r(a):
+            a[0] = rec.lo
+        r[1, 1](a)
+    '''))
+    assert main(["run", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "mod_p5.py:21, in kernel 'r': 'record' object has no attribute 'tostring' (the global record 'rec'" in err

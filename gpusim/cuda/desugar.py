@@ -55,6 +55,9 @@ class ForDesugar:
                 return comp._desugar_else(node)
 
             def visit_Assign(self, node):
+                node = _ifexp_tuple_assign(node)
+                if isinstance(node, ast.If):
+                    return self.visit(node)
                 return comp._desugar_slice_store(node)
 
             def visit_Raise(self, node):
@@ -222,6 +225,20 @@ class ForDesugar:
         loop = ast.For(target=_name(idx, ast.Store()), iter=_call("range", length), body=[bind] + s.body, orelse=[])
         ast.copy_location(loop, s)
         return pre + [loop]
+
+
+def _ifexp_tuple_assign(s):
+    """``x = (a, b) if c else (d, e)`` (a branch a tuple display, ``lo, hi = ... if ... else ...``): numba
+    evaluates the condition, then the taken branch only, and unifies the two tuples; rewritten as the
+    statement ``if c: x = (a, b)`` / ``else: x = (d, e)``, whose targets unify at the join as numba's do."""
+    v = s.value
+    if not isinstance(v, ast.IfExp) or not (isinstance(v.body, ast.Tuple) or isinstance(v.orelse, ast.Tuple)):
+        return s
+    body = ast.copy_location(ast.Assign(targets=copy.deepcopy(s.targets), value=v.body), s)
+    orelse = ast.copy_location(ast.Assign(targets=copy.deepcopy(s.targets), value=v.orelse), s)
+    out = ast.copy_location(ast.If(test=v.test, body=[_ifexp_tuple_assign(body)],
+                                   orelse=[_ifexp_tuple_assign(orelse)]), s)
+    return ast.fix_missing_locations(out)
 
 
 class _NotInlined(Exception):
