@@ -1251,3 +1251,28 @@ def test_a_global_module_attribute_and_a_record_global_and_gpus_as_context(tmp_p
     assert main(["run", str(src)]) == 2
     err = capsys.readouterr().err
     assert "mod_p5.py:21, in kernel 'r': 'record' object has no attribute 'tostring' (the global record 'rec'" in err
+
+
+def test_the_real_compiler_sees_numba_cuda_random_through_the_numba_package(tmp_path, capsys):
+    pytest.importorskip("numba")
+    from gpusim.cli import main
+    src = tmp_path / "nbrand_p5.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        import numba as nb
+        import numba.cuda
+        import numba.cuda.random
+
+        @nb.cuda.jit
+        def k(rng, out):
+            i = nb.cuda.grid(1)
+            out[i] = nb.cuda.random.xoroshiro128p_uniform_float32(rng, i)
+
+        rng = nb.cuda.random.create_xoroshiro128p_states(32, seed=1)
+        out = np.zeros(32, np.float32)
+        k[1, 32](rng, out)
+        assert 0 <= out.min() and out.max() < 1 and len(set(out.tolist())) == 32
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "rejects" not in out
