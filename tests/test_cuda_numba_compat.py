@@ -1253,9 +1253,16 @@ def test_a_global_module_attribute_and_a_record_global_and_gpus_as_context(tmp_p
     assert "mod_p5.py:21, in kernel 'r': 'record' object has no attribute 'tostring' (the global record 'rec'" in err
 
 
-def test_the_real_compiler_sees_numba_cuda_random_through_the_numba_package(tmp_path, capsys):
-    pytest.importorskip("numba")
+@pytest.mark.contract
+def test_the_real_compiler_sees_numba_cuda_random_through_the_numba_package(tmp_path, capsys, monkeypatch):
     from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
     src = tmp_path / "nbrand_p5.py"
     src.write_text(textwrap.dedent('''
         import numpy as np
