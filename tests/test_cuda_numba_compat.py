@@ -1283,3 +1283,35 @@ def test_the_real_compiler_sees_numba_cuda_random_through_the_numba_package(tmp_
     assert main(["run", str(src)]) == 0
     out = capsys.readouterr().out
     assert "compiler: numba-cuda" in out and "rejects" not in out
+
+
+@cuda.jit(device=True)
+def _clz64_p5(v):
+    if v == 0:
+        return 64
+    n = 0
+    if (v & 0xFFFFFFFF00000000) == 0: n += 32; v <<= 32      # noqa: E701,E702
+    if (v & 0xFFFF000000000000) == 0: n += 16; v <<= 16      # noqa: E701,E702
+    if (v & 0xFF00000000000000) == 0: n += 8; v <<= 8        # noqa: E701,E702
+    if (v & 0xF000000000000000) == 0: n += 4; v <<= 4        # noqa: E701,E702
+    if (v & 0xC000000000000000) == 0: n += 2; v <<= 2        # noqa: E701,E702
+    if (v & 0x8000000000000000) == 0: n += 1                 # noqa: E701
+    return n
+
+
+@cuda.jit
+def _u64_literals(a, clz, wrap, lit):
+    i = cuda.grid(1)
+    if i < a.size:
+        clz[i] = _clz64_p5(a[i])
+        wrap[i] = a[i] + 0x8000000000000000           # int64 with a uint64 literal: int64, as numba types it
+        lit[i] = 0xF000000000000000
+
+
+def test_integer_literals_past_int64_are_uint64_as_numba_types_them():
+    a = np.array([1, 3 << 40, -(2 ** 60) + 12345, 0, 2 ** 62], np.int64)
+    clz, wrap, lit = np.zeros(5, np.int64), np.zeros(5, np.int64), np.zeros(5, np.uint64)
+    _u64_literals[1, 8](a, clz, wrap, lit)
+    assert list(clz) == [63, 22, 0, 64, 1]
+    assert list(wrap) == [(int(x) + 2 ** 63 + 2 ** 63) % 2 ** 64 - 2 ** 63 for x in a]
+    assert np.all(lit == np.uint64(0xF000000000000000))
