@@ -1315,3 +1315,60 @@ def test_integer_literals_past_int64_are_uint64_as_numba_types_them():
     assert list(clz) == [63, 22, 0, 64, 1]
     assert list(wrap) == [(int(x) + 2 ** 63 + 2 ** 63) % 2 ** 64 - 2 ** 63 for x in a]
     assert np.all(lit == np.uint64(0xF000000000000000))
+
+
+@cuda.jit(device=True)
+def _p5_move_length(l_point, p_point):
+    for d in range(3):
+        if l_point[d] != 0:
+            return l_point[d] * 2.0
+    for d in range(3):
+        if p_point[d] != 0:
+            return (l_point[d] - p_point) / 2.0       # an array: cannot unify with the float above
+    print("none")
+
+
+@cuda.jit(device=True)
+def _p5_solve(pos, i):
+    tmp = cuda.local.array(3, np.float64)
+    for d in range(3):
+        tmp[d] = pos[i, d]
+    return _p5_move_length(tmp, pos[i])
+
+
+@cuda.jit
+def _p5_never_solves(pos, out):
+    i = cuda.grid(1)
+    if i < 0:                                          # never taken: numba types the call all the same
+        out[i] = _p5_solve(pos, i)
+
+
+@cuda.jit(device=True)
+def _p5_fine(a, k):
+    if k > 3:
+        return a[0] * 2
+    return None
+
+
+@cuda.jit
+def _p5_never_fine(a, out):
+    i = cuda.grid(1)
+    if i < 0:
+        r = _p5_fine(a, i)
+        if r is not None:
+            out[i] = r
+    elif i < out.size:
+        out[i] = 1.0
+
+
+def test_a_device_function_called_only_on_an_untaken_path_is_typed_as_numba_types_it():
+    pos = np.ones((4, 3))
+    with pytest.raises(CompileError, match=r"Can't unify return type from the following types: "):
+        _p5_never_solves[1, 4](pos, np.zeros(4))
+    try:
+        _p5_never_solves[1, 4](pos, np.zeros(4))
+    except CompileError as e:
+        assert e.line == _p5_move_length.py_func.__code__.co_firstlineno + 6      # the array's return
+    out = np.zeros(4)
+    _p5_never_fine[1, 4](np.arange(4.0), out)                 # an optional float unifies: runs
+    assert list(out) == [1.0] * 4

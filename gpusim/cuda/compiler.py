@@ -334,9 +334,9 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         if self.kind == "kernel":
             self._mark_tail(body)
         begin = [_c(self.kind)]
-        if self.kind == "device":
+        if self.kind in ("device", "kernel"):
             check = ReturnCheck(fdef, params, self.scope)
-            if check.needed:
+            if check.needed and self.kind == "device" or check.calls:
                 begin += [self.k(check), ast.Tuple(elts=[_load(p) for p in params], ctx=ast.Load())]
         new_body = [ast.Assign(targets=[_store("_gs_F")], value=_rt("func_begin", *begin))]
         undef = sorted(self.locals - set(params))
