@@ -1338,3 +1338,22 @@ def k(a, n):
     if (v & 0xFFFFFFFF00000000) == 0 and (v & 0x8000000000000000) == 0:
         a[i] = 1.0
 """, AN)
+
+case("variable_read_before_its_first_assignment_in_a_loop", """
+@cuda.jit
+def k(a, n):
+    for i in range(n):
+        if i > 0:
+            a[i] = prev
+        prev = a[i]
+""", AN, expect="reject", names=("Variable 'prev' is not defined",))
+
+case("variable_assigned_on_one_branch_then_read", """
+@cuda.jit
+def k(a, n):
+    for i in range(n):
+        if i == 0:
+            acc = 0.0
+        acc += a[i]
+        a[i] = acc
+""", AN)

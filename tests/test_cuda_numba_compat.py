@@ -1372,3 +1372,17 @@ def test_a_device_function_called_only_on_an_untaken_path_is_typed_as_numba_type
     out = np.zeros(4)
     _p5_never_fine[1, 4](np.arange(4.0), out)                 # an optional float unifies: runs
     assert list(out) == [1.0] * 4
+
+
+@cuda.jit
+def _p5_read_before_assign(a, n):
+    for i in range(n):
+        x = x + 1.0 if i > 0 else 0.0       # noqa: F821 - read before its assignment, as the source wrote it
+        a[i] = x
+
+
+def test_a_variable_read_before_its_first_assignment_is_refused_as_numba_refuses_it():
+    with pytest.raises(CompileError, match=r"The compiler failed to analyze the bytecode\. Variable 'x' is not "
+                                           r"defined\.") as e:
+        _p5_read_before_assign[1, 1](np.zeros(4), 4)
+    assert e.value.line == _p5_read_before_assign.py_func.__code__.co_firstlineno + 3     # the x = ... line
