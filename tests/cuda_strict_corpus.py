@@ -1274,3 +1274,86 @@ def k(a):
     d = cuda.blockDim
     a[0] = d[0]
 """, expect="reject", names=("getitem", "Dim3"))
+
+# ---- probe round 5 ----------------------------------------------------------------------------------------------
+
+case("device_function_with_clashing_returns_called_only_on_an_untaken_path", """
+@cuda.jit(device=True)
+def f(x, arr):
+    if x < 100.0:
+        return x * 2.0
+    return (arr[0] - arr) / x
+
+
+@cuda.jit(device=True)
+def g(arr, i):
+    tmp = cuda.local.array(4, np.float32)
+    for d in range(4):
+        tmp[d] = arr[d]
+    return f(arr[i], tmp)
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    if i > 1000:
+        a[i] = g(a, i)
+""", expect="reject", names=("Can't unify return type",))
+
+case("operator_function_passed_to_a_device_function", """
+import operator
+
+
+@cuda.jit(device=True)
+def fold(func, val):
+    for i in range(5):
+        val = func(val, cuda.shfl_xor_sync(0xffffffff, val, 1 << i))
+    return val
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    a[i] = fold(operator.add, a[i]) + fold(max, a[i]) + operator.mul(a[i], 2.0)
+""")
+
+case("global_namedtuple_fields_and_a_tuple_valued_conditional", """
+from collections import namedtuple
+
+CFG = namedtuple("CFG", ["lo", "hi"])(np.float32(0.5), np.float32(2.0))
+
+
+@cuda.jit
+def k(a):
+    i = cuda.grid(1)
+    lo, hi = (CFG.lo, CFG.hi) if i % 2 == 0 else (np.float32(0), np.float32(1))
+    a[i] = min(max(a[i], lo), hi) + CFG[1]
+""")
+
+case("integer_literal_past_int64_is_uint64", """
+@cuda.jit
+def k(a, n):
+    i = cuda.grid(1)
+    v = n + i
+    if (v & 0xFFFFFFFF00000000) == 0 and (v & 0x8000000000000000) == 0:
+        a[i] = 1.0
+""", AN)
+
+case("variable_read_before_its_first_assignment_in_a_loop", """
+@cuda.jit
+def k(a, n):
+    for i in range(n):
+        if i > 0:
+            a[i] = prev
+        prev = a[i]
+""", AN, expect="reject", names=("Variable 'prev' is not defined",))
+
+case("variable_assigned_on_one_branch_then_read", """
+@cuda.jit
+def k(a, n):
+    for i in range(n):
+        if i == 0:
+            acc = 0.0
+        acc += a[i]
+        a[i] = acc
+""", AN)

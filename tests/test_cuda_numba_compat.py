@@ -1174,3 +1174,215 @@ def test_njit_helpers_called_from_a_kernel_reach_the_real_compiler(tmp_path, cap
     assert main(["run", str(src)]) == 0
     out = capsys.readouterr().out
     assert "compiler: numba-cuda" in out and "rejects" not in out
+
+
+# ---- probe round 5: operator functions, module globals, namedtuple globals, tuple-valued conditionals ---------
+
+import operator as _operator          # noqa: E402
+from collections import namedtuple as _namedtuple      # noqa: E402
+
+_CFG = _namedtuple("_CFG", ["lo", "hi"])(np.float32(0.25), np.float32(4.0))
+
+
+@cuda.jit(device=True)
+def _warp_fold(func, val, width):
+    def ilog2(v):
+        return 31 - cuda.clz(np.int32(v))
+    for i in range(ilog2(width)):
+        val = func(val, cuda.shfl_xor_sync(0xffffffff, val, 1 << i))
+    return val
+
+
+@cuda.jit
+def _fold_kernel(a, out):
+    i = cuda.threadIdx.x
+    lo, hi = (_CFG.lo, _CFG.hi) if i % 2 == 0 else (np.float32(-1), np.float32(1))
+    out[i, 0] = _warp_fold(_operator.add, a[i], 32)
+    out[i, 1] = _warp_fold(max, a[i], 8)
+    out[i, 2] = _warp_fold(_operator.mul, a[i] * 0 + 2, 4)
+    out[i, 3] = lo + hi + np.float32(_operator.neg(_CFG[1]))
+    out[i, 4] = _operator.lt(a[i], 5.0)
+
+
+def test_operator_functions_passed_to_a_device_function_and_namedtuple_globals():
+    a = np.arange(32, dtype=np.float32)
+    out = np.zeros((32, 5), np.float32)
+    _fold_kernel[1, 32](a, out)
+    lane = np.arange(32)
+    assert np.all(out[:, 0] == a.sum())
+    assert np.array_equal(out[:, 1], (lane // 8) * 8 + 7)              # xor-butterfly max over groups of 8 lanes
+    assert np.all(out[:, 2] == 16.0)                                    # 2 ** 4 over groups of 4
+    assert np.array_equal(out[:, 3], np.where(lane % 2 == 0, 0.25 + 4.0 - 4.0, 0.0 - 4.0))
+    assert np.array_equal(out[:, 4], (a < 5).astype(np.float32))
+
+
+def test_a_global_module_attribute_and_a_record_global_and_gpus_as_context(tmp_path, capsys):
+    from gpusim.cli import main
+    (tmp_path / "helpers_p5.py").write_text(textwrap.dedent('''
+        from numba import cuda
+        @cuda.jit(device=True)
+        def twice(x):
+            return 2 * x
+    '''))
+    src = tmp_path / "mod_p5.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        from numba import cuda
+        import helpers_p5 as hp
+
+        @cuda.jit
+        def k(a):
+            i = cuda.grid(1)
+            if i < a.size:
+                a[i] = hp.twice(a[i])
+
+        a = np.arange(8.0)
+        with cuda.gpus[0]:
+            k[1, 8](a)
+        assert list(a) == [2.0 * x for x in range(8)], a
+
+        rec = np.rec.array([(1.5, 2.0)], dtype=[('lo', 'f4'), ('hi', 'f4')])[0]
+
+        @cuda.jit
+        def r(a):
+            a[0] = rec.lo
+        r[1, 1](a)
+    '''))
+    assert main(["run", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "mod_p5.py:21, in kernel 'r': 'record' object has no attribute 'tostring' (the global record 'rec'" in err
+
+
+@pytest.mark.contract
+def test_the_real_compiler_sees_numba_cuda_random_through_the_numba_package(tmp_path, capsys, monkeypatch):
+    from gpusim.cli import main
+    from gpusim.compilers import _numba
+    from gpusim.errors import CompilerUnavailable
+    try:
+        _numba.available()
+    except CompilerUnavailable as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("GPUSIM_COMPILER", "real")
+    src = tmp_path / "nbrand_p5.py"
+    src.write_text(textwrap.dedent('''
+        import numpy as np
+        import numba as nb
+        import numba.cuda
+        import numba.cuda.random
+
+        @nb.cuda.jit
+        def k(rng, out):
+            i = nb.cuda.grid(1)
+            out[i] = nb.cuda.random.xoroshiro128p_uniform_float32(rng, i)
+
+        rng = nb.cuda.random.create_xoroshiro128p_states(32, seed=1)
+        out = np.zeros(32, np.float32)
+        k[1, 32](rng, out)
+        assert 0 <= out.min() and out.max() < 1 and len(set(out.tolist())) == 32
+    '''))
+    assert main(["run", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "compiler: numba-cuda" in out and "rejects" not in out
+
+
+@cuda.jit(device=True)
+def _clz64_p5(v):
+    if v == 0:
+        return 64
+    n = 0
+    if (v & 0xFFFFFFFF00000000) == 0: n += 32; v <<= 32      # noqa: E701,E702
+    if (v & 0xFFFF000000000000) == 0: n += 16; v <<= 16      # noqa: E701,E702
+    if (v & 0xFF00000000000000) == 0: n += 8; v <<= 8        # noqa: E701,E702
+    if (v & 0xF000000000000000) == 0: n += 4; v <<= 4        # noqa: E701,E702
+    if (v & 0xC000000000000000) == 0: n += 2; v <<= 2        # noqa: E701,E702
+    if (v & 0x8000000000000000) == 0: n += 1                 # noqa: E701
+    return n
+
+
+@cuda.jit
+def _u64_literals(a, clz, wrap, lit):
+    i = cuda.grid(1)
+    if i < a.size:
+        clz[i] = _clz64_p5(a[i])
+        wrap[i] = a[i] + 0x8000000000000000           # int64 with a uint64 literal: int64, as numba types it
+        lit[i] = 0xF000000000000000
+
+
+def test_integer_literals_past_int64_are_uint64_as_numba_types_them():
+    a = np.array([1, 3 << 40, -(2 ** 60) + 12345, 0, 2 ** 62], np.int64)
+    clz, wrap, lit = np.zeros(5, np.int64), np.zeros(5, np.int64), np.zeros(5, np.uint64)
+    _u64_literals[1, 8](a, clz, wrap, lit)
+    assert list(clz) == [63, 22, 0, 64, 1]
+    assert list(wrap) == [(int(x) + 2 ** 63 + 2 ** 63) % 2 ** 64 - 2 ** 63 for x in a]
+    assert np.all(lit == np.uint64(0xF000000000000000))
+
+
+@cuda.jit(device=True)
+def _p5_move_length(l_point, p_point):
+    for d in range(3):
+        if l_point[d] != 0:
+            return l_point[d] * 2.0
+    for d in range(3):
+        if p_point[d] != 0:
+            return (l_point[d] - p_point) / 2.0       # an array: cannot unify with the float above
+    print("none")
+
+
+@cuda.jit(device=True)
+def _p5_solve(pos, i):
+    tmp = cuda.local.array(3, np.float64)
+    for d in range(3):
+        tmp[d] = pos[i, d]
+    return _p5_move_length(tmp, pos[i])
+
+
+@cuda.jit
+def _p5_never_solves(pos, out):
+    i = cuda.grid(1)
+    if i < 0:                                          # never taken: numba types the call all the same
+        out[i] = _p5_solve(pos, i)
+
+
+@cuda.jit(device=True)
+def _p5_fine(a, k):
+    if k > 3:
+        return a[0] * 2
+    return None
+
+
+@cuda.jit
+def _p5_never_fine(a, out):
+    i = cuda.grid(1)
+    if i < 0:
+        r = _p5_fine(a, i)
+        if r is not None:
+            out[i] = r
+    elif i < out.size:
+        out[i] = 1.0
+
+
+def test_a_device_function_called_only_on_an_untaken_path_is_typed_as_numba_types_it():
+    pos = np.ones((4, 3))
+    with pytest.raises(CompileError, match=r"Can't unify return type from the following types: "):
+        _p5_never_solves[1, 4](pos, np.zeros(4))
+    try:
+        _p5_never_solves[1, 4](pos, np.zeros(4))
+    except CompileError as e:
+        assert e.line == _p5_move_length.py_func.__code__.co_firstlineno + 6      # the array's return
+    out = np.zeros(4)
+    _p5_never_fine[1, 4](np.arange(4.0), out)                 # an optional float unifies: runs
+    assert list(out) == [1.0] * 4
+
+
+@cuda.jit
+def _p5_read_before_assign(a, n):
+    for i in range(n):
+        x = x + 1.0 if i > 0 else 0.0       # noqa: F821 - read before its assignment, as the source wrote it
+        a[i] = x
+
+
+def test_a_variable_read_before_its_first_assignment_is_refused_as_numba_refuses_it():
+    with pytest.raises(CompileError, match=r"The compiler failed to analyze the bytecode\. Variable 'x' is not "
+                                           r"defined\.") as e:
+        _p5_read_before_assign[1, 1](np.zeros(4), 4)
+    assert e.value.line == _p5_read_before_assign.py_func.__code__.co_firstlineno + 3     # the x = ... line

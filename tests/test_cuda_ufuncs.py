@@ -92,3 +92,22 @@ def test_a_gufunc_with_scalar_core_dimensions():
         t = gu(a)
     assert t.shape == (3,) and np.allclose(t, a.sum(axis=1))
     assert len(s.reports) == 1 and list(s.reports[0].context["grid"]) == [1, 1, 1]
+
+
+def test_numba_type_objects_as_ufunc_signatures_and_a_ufunc_called_in_a_kernel_is_refused():
+    nb = pytest.importorskip("numba")
+    from gpusim.errors import CompileError
+
+    def halve(x):
+        return x * 0.5
+    f = _ufunc(halve, [nb.float64(nb.float64), nb.float32(nb.float32)])   # numba's own types, not strings
+    assert np.array_equal(f(np.arange(4.0)), [0.0, 0.5, 1.0, 1.5])
+
+    @cuda.jit
+    def k(a, flag):
+        i = cuda.grid(1)
+        if flag > 100:                          # never taken: numba types the whole kernel before it runs
+            a[i] = f(a[i])
+    with pytest.raises(CompileError, match=r"Untyped global name 'f': Cannot determine Numba type of "
+                                           r"<class 'numba.cuda.vectorizers.CUDAUFuncDispatcher'>"):
+        k[1, 4](np.ones(4), 0)

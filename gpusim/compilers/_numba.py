@@ -108,6 +108,8 @@ def _rebind(name: str, v):
     from numba import types as nbt
     if isinstance(v, types.ModuleType):
         m = _numba_module(v.__name__)
+        if m is None and v.__name__ == "numba":         # ``import numba as nb`` ... ``nb.cuda.random.xoroshiro*``
+            _with_submodules(importlib.import_module("numba.cuda"))
         return _with_submodules(m) if m is not None else v
     tmod = type(v).__module__ or ""
     vmod = getattr(v, "__module__", "") or ""

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from .analysis import FlowAnalysis, _liveness
-from .desugar import ForDesugar
+from .desugar import ForDesugar, first_use_before_definition
 from .astgen import _c, _load, _rt, _store
 from .retkinds import ReturnCheck
 from .resolve import NeedsArgDtypes, StaticResolver, classify
@@ -317,6 +317,11 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
                                            "dtype or a constant shape", n)
             params = [p for p in params if p not in self.bound]
         self.params = params
+        undefined = first_use_before_definition(fdef, [x.arg for x in a.posonlyargs + a.args] +
+                                                ([a.vararg.arg] if a.vararg else []))
+        if undefined is not None:
+            raise self.compile_error("The compiler failed to analyze the bytecode. Variable "
+                                     f"{undefined.id!r} is not defined.", undefined)
         for rnd in range(2):        # again after the for loops over tuples / arrays become loops over range()
             self.locals = set(params)
             for n in ast.walk(fdef):
@@ -334,9 +339,9 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         if self.kind == "kernel":
             self._mark_tail(body)
         begin = [_c(self.kind)]
-        if self.kind == "device":
+        if self.kind in ("device", "kernel"):
             check = ReturnCheck(fdef, params, self.scope)
-            if check.needed:
+            if check.needed and self.kind == "device" or check.calls:
                 begin += [self.k(check), ast.Tuple(elts=[_load(p) for p in params], ctx=ast.Load())]
         new_body = [ast.Assign(targets=[_store("_gs_F")], value=_rt("func_begin", *begin))]
         undef = sorted(self.locals - set(params))

@@ -153,7 +153,9 @@ class Control:
         its body runs, from what can be read off the returns, and at its end with the values the returns gave)."""
         f = Frame(self.mask, kind, check, args)
         if check is not None:
-            check.verify(args, {}, lambda msg, line: self._err(CompileError, msg, line))
+            err = lambda msg, line: self._err(CompileError, msg, line)      # noqa: E731
+            check.verify(args, {}, err)
+            check.verify_calls(args, err)
         self.frames.append(f)
         if kind == "kernel" and self.recording:
             line = self.ck.first_line

@@ -55,6 +55,9 @@ class ForDesugar:
                 return comp._desugar_else(node)
 
             def visit_Assign(self, node):
+                node = _ifexp_tuple_assign(node)
+                if isinstance(node, ast.If):
+                    return self.visit(node)
                 return comp._desugar_slice_store(node)
 
             def visit_Raise(self, node):
@@ -222,6 +225,85 @@ class ForDesugar:
         loop = ast.For(target=_name(idx, ast.Store()), iter=_call("range", length), body=[bind] + s.body, orelse=[])
         ast.copy_location(loop, s)
         return pre + [loop]
+
+
+def _ifexp_tuple_assign(s):
+    """``x = (a, b) if c else (d, e)`` (a branch a tuple display, ``lo, hi = ... if ... else ...``): numba
+    evaluates the condition, then the taken branch only, and unifies the two tuples; rewritten as the
+    statement ``if c: x = (a, b)`` / ``else: x = (d, e)``, whose targets unify at the join as numba's do."""
+    v = s.value
+    if not isinstance(v, ast.IfExp) or not (isinstance(v.body, ast.Tuple) or isinstance(v.orelse, ast.Tuple)):
+        return s
+    body = ast.copy_location(ast.Assign(targets=copy.deepcopy(s.targets), value=v.body), s)
+    orelse = ast.copy_location(ast.Assign(targets=copy.deepcopy(s.targets), value=v.orelse), s)
+    out = ast.copy_location(ast.If(test=v.test, body=[_ifexp_tuple_assign(body)],
+                                   orelse=[_ifexp_tuple_assign(orelse)]), s)
+    return ast.fix_missing_locations(out)
+
+
+def first_use_before_definition(fdef, params):
+    """The first ``Name`` node that reads a local variable before any assignment of it in bytecode order (a
+    loop's later assignment does not count), or None.  numba-cuda refuses such a function while analyzing its
+    bytecode ("Variable 'x' is not defined"), whether or not a thread ever takes that path."""
+    events: list = []
+
+    def walk(n):
+        if n is None:
+            return
+        if isinstance(n, list):
+            for x in n:
+                walk(x)
+            return
+        t = type(n)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            walk(n.decorator_list)
+            events.append((n.name, True, n))
+            return
+        if t in (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
+            return                                      # a scope of its own
+        if t is ast.Name:
+            events.append((n.id, isinstance(n.ctx, ast.Store), n))
+            return
+        if t in (ast.Assign, ast.AnnAssign):
+            walk(n.value)
+            walk(n.targets if t is ast.Assign else n.target)
+            return
+        if t is ast.AugAssign:
+            if isinstance(n.target, ast.Name):
+                events.append((n.target.id, False, n.target))
+                walk(n.value)
+                events.append((n.target.id, True, n.target))
+            else:
+                walk(n.target)
+                walk(n.value)
+            return
+        if t is ast.NamedExpr:
+            walk(n.value)
+            walk(n.target)
+            return
+        if t in (ast.For, ast.AsyncFor):
+            walk(n.iter)
+            walk(n.target)
+            walk(n.body)
+            walk(n.orelse)
+            return
+        if t in (ast.Global, ast.Nonlocal):
+            return
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if isinstance(v, (ast.AST, list)):
+                walk(v)
+
+    walk(fdef.body)
+    stored = {name for name, st, _ in events if st}
+    declared = {x for n in ast.walk(fdef) if isinstance(n, (ast.Global, ast.Nonlocal)) for x in n.names}
+    seen: set = set(params)
+    for name, st, node in events:
+        if st:
+            seen.add(name)
+        elif name in stored and name not in seen and name not in declared:
+            return node
+    return None
 
 
 class _NotInlined(Exception):

@@ -72,6 +72,12 @@ class Device:
     def reset(self):
         pass
 
+    def __enter__(self):        # ``with cuda.gpus[0]:`` (numba's _DeviceContextManager): the one simulated device
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
     def __repr__(self):
         return f"<CUDA device {self.id} '{self.name.decode()}' (simulated by gpusim)>"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import math
+import operator
 import types
 
 import numpy as np
@@ -51,6 +52,15 @@ _NPBUILTIN = {np.abs: "abs", np.absolute: "abs", np.minimum: "min", np.maximum: 
 _NPREDUCE = {np.sum: "sum"}
 #: numpy's arithmetic ufuncs, by the chunk's operator names (a scalar call is the operator; with an output
 #: array, ``np.add(a, b, out)``, a loop over the elements: ``devlib.ufunc_out``)
+#: the operator module's functions numba types (``reduce(operator.add, v)``): what the call lowers to
+_PYOPS = {getattr(operator, n): ("binop", o) for n, o in (
+    ("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "truediv"), ("floordiv", "floordiv"),
+    ("mod", "mod"), ("pow", "pow"), ("lshift", "lshift"), ("rshift", "rshift"), ("and_", "bitand"),
+    ("or_", "bitor"), ("xor", "bitxor"))}
+_PYOPS.update({getattr(operator, n): ("compare", n) for n in ("lt", "le", "gt", "ge", "eq", "ne")})
+_PYOPS.update({operator.neg: ("unop", "neg"), operator.pos: ("unop", "pos"), operator.invert: ("unop", "invert"),
+               operator.not_: ("unop", "not")})
+
 _NPBINOP = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "truediv",
             np.floor_divide: "floordiv", np.remainder: "mod", np.power: "pow", np.bitwise_and: "bitand",
             np.bitwise_or: "bitor", np.bitwise_xor: "bitxor", np.left_shift: "lshift", np.right_shift: "rshift"}
@@ -127,6 +137,8 @@ def classify(obj):
         return it
     if isinstance(obj, _nbtypes.Scalar):
         return ("dtype", obj.dtype)
+    if isinstance(getattr(type(obj), "_gpusim_untyped", None), str):
+        return ("untyped", type(obj)._gpusim_untyped)   # a CUDA ufunc: numba-cuda has no type for it in a kernel
     if getattr(obj, "_gpusim_frontend", None) == "cuda" or \
             isinstance(getattr(obj, "py_func", None), types.FunctionType):
         return ("devfn", obj.py_func)       # gpusim / numba-cuda device functions, numba @njit helpers
@@ -145,6 +157,8 @@ def classify(obj):
             return ("npbinop", _NPBINOP[obj])
         if obj in _NPREDUCE:
             return ("npreduce", _NPREDUCE[obj])
+        if obj in _PYOPS:
+            return ("pyop",) + _PYOPS[obj]
     except TypeError:          # unhashable
         pass
     if isinstance(obj, type) and issubclass(obj, np.generic):
@@ -241,6 +255,20 @@ class StaticResolver:
             return c
         if kind in ("const",):
             raise self.unsupported(f"attribute .{attr} of a constant", node)
+        if kind == "unknown" and isinstance(tag[1], types.ModuleType):
+            # any other module (operator, the script's own helper module ``vm.transform_device``): numba types
+            # a module global and resolves its attributes as globals
+            if not hasattr(tag[1], attr):
+                raise self.compile_error(f"Unknown attribute {attr!r} of type Module({tag[1].__name__})", node)
+            return classify(getattr(tag[1], attr))
+        if kind == "ctuple" and attr in (getattr(type(tag[1]), "_fields", None) or ()):
+            return classify(getattr(tag[1], attr))     # a global namedtuple: numba freezes it, fields and all
+        if kind == "unknown" and isinstance(tag[1], np.void) and tag[1].dtype.names:
+            # numba types a global record as a constant and lowers it with ``record.tostring()``, which numpy 2
+            # removed: numba-cuda 0.30 under numpy 2 fails there, whichever field the kernel reads
+            raise self.compile_error(f"'record' object has no attribute 'tostring' (the global record "
+                                     f"{ast.unparse(node.value)!r}: numba-cuda lowers a constant record with numpy's "
+                                     "removed tostring(); pass the record to the kernel as an argument)", node)
         return ("unknown", None)
 
     def _small_const(self, n) -> bool:

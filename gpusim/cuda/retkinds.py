@@ -148,7 +148,11 @@ class ReturnCheck:
         self.scope = scope
         self.sites = []
         self.assigns: dict[str, list] = {}
+        self.calls = []          # (line, callee expression, positional args, keywords) of the calls it makes
         for n in _own_nodes(fdef):
+            if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)) \
+                    and not any(isinstance(a, ast.Starred) for a in n.args):
+                self.calls.append((n.lineno, n.func, n.args, n.keywords))
             if isinstance(n, ast.Return):
                 self.sites.append((n.lineno, n.value))
             elif isinstance(n, ast.Assign):
@@ -160,11 +164,19 @@ class ReturnCheck:
                 self.assigns.setdefault(n.target.id, []).append(
                     ("expr", ast.BinOp(left=ast.Name(id=n.target.id, ctx=ast.Load()), op=n.op, right=n.value)))
             elif isinstance(n, (ast.For, ast.comprehension)):
-                self._target(n.target, None)
+                if isinstance(n.target, ast.Name) and isinstance(n.iter, ast.Call) \
+                        and isinstance(n.iter.func, ast.Name) and n.iter.func.id == "range" \
+                        and scope.get("range", builtins.range) is builtins.range:
+                    self.assigns.setdefault(n.target.id, []).append(("kind", NUM))    # a range() loop's index
+                else:
+                    self._target(n.target, None)
             elif isinstance(n, (ast.With, ast.NamedExpr)):
                 for t in ast.walk(n):
                     if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
                         self.assigns.setdefault(t.id, []).append(("unknown", None))
+        self.defaults = {p.arg: d for p, d in zip(fdef.args.args[len(fdef.args.args) - len(fdef.args.defaults):],
+                                                  fdef.args.defaults)}
+        self._calls_checked: set = set()
         self.sites.sort(key=lambda s: s[0])
         if not _terminates(fdef.body):
             end = max((getattr(n, "end_lineno", 0) or 0) for n in ast.walk(fdef)) or fdef.lineno
@@ -192,14 +204,18 @@ class ReturnCheck:
 
     # ---- the static reading ---------------------------------------------------------------------------------
     def _env(self, args):
-        env = {p: kind_of_value(a) for p, a in zip(self.params, args)}
+        return self._env_of_kinds([kind_of_value(a) for a in args])
+
+    def _env_of_kinds(self, kinds):
+        env = {p: k for p, k in zip(self.params, kinds)}
         names = set(self.assigns)
         cur = {n: None for n in names}
         for _ in range(4):
             full = {**cur, **{p: k for p, k in env.items() if p not in names}}
             new = {}
             for n in names:
-                ks = [self.expr(v, full) if how == "expr" else None for how, v in self.assigns[n]]
+                ks = [self.expr(v, full) if how == "expr" else v if how == "kind" else None
+                      for how, v in self.assigns[n]]
                 if n in env:
                     ks.append(env[n])
                 k = ks[0] if ks else None
@@ -283,7 +299,16 @@ class ReturnCheck:
             return self._call(e, env)
         return None
 
+    def _is_cuda(self, e) -> bool:
+        m = self.scope.get(e.id) if isinstance(e, ast.Name) else None
+        return isinstance(m, types.ModuleType) and m.__name__ in ("numba.cuda", "gpusim.cuda")
+
     def _module_attr(self, e):
+        if e.attr in ("x", "y", "z") and isinstance(e.value, ast.Attribute) and self._is_cuda(e.value.value) \
+                and e.value.attr in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
+            return NUM                                  # cuda.threadIdx.x: an integer
+        if e.attr in ("laneid", "warpsize") and self._is_cuda(e.value):
+            return NUM
         if isinstance(e.value, ast.Name) and isinstance(self.scope.get(e.value.id), types.ModuleType):
             v = getattr(self.scope[e.value.id], e.attr, ...)
             return _const_kind(v) if isinstance(v, (int, float)) else None
@@ -324,6 +349,27 @@ class ReturnCheck:
 
     def _call(self, e, env):
         f = e.func
+        if isinstance(f, ast.Attribute) and f.attr in ("grid", "gridsize") and self._is_cuda(f.value) \
+                and len(e.args) == 1 and isinstance(e.args[0], ast.Constant) and e.args[0].value in (1, 2, 3):
+            n = e.args[0].value                         # cuda.grid(1): an integer; cuda.grid(2): a pair
+            return NUM if n == 1 else ("tuple", (NUM,) * n)
+        if not e.keywords:
+            callee = self._callee(f, env)
+            if callee is not None:                      # a device function's call: the kind its returns unify to
+                return callee.return_kind(tuple(self.expr(a, env) for a in e.args))
+        if isinstance(f, ast.Attribute) and f.attr == "array" and isinstance(f.value, ast.Attribute) \
+                and f.value.attr in ("local", "shared") and isinstance(f.value.value, ast.Name) \
+                and isinstance(self.scope.get(f.value.value.id), types.ModuleType) \
+                and self.scope[f.value.value.id].__name__ in ("numba.cuda", "gpusim.cuda"):
+            shape = e.args[0] if e.args else next((k.value for k in e.keywords if k.arg == "shape"), None)
+            if isinstance(shape, ast.Tuple):
+                return ("array", len(shape.elts), None)
+            sk = self.expr(shape, env) if shape is not None else None
+            if sk is not None and sk[0] == "num":
+                return ("array", 1, None)
+            if sk is not None and sk[0] == "tuple":
+                return ("array", len(sk[1]), None)
+            return None
         if isinstance(f, ast.Name) and f.id in _NUM_BUILTINS and f.id not in env and f.id not in self.assigns \
                 and self.scope.get(f.id) is getattr(builtins, f.id):
             ks = [self.expr(a, env) for a in e.args]
@@ -338,18 +384,88 @@ class ReturnCheck:
                 return None if f.attr in ("frexp", "modf") else NUM
         return None
 
+    # ---- calls no thread made -------------------------------------------------------------------------------
+    def verify_calls(self, args, err, depth: int = 0) -> None:
+        """numba types every call of a function before the kernel runs, so a device function called only on a
+        path no thread takes is typed too: each call site's arguments are typed by the static reading (from this
+        call's argument values) and the callee's returns checked with those kinds, down the call tree."""
+        self._verify_calls_kinds(tuple(kind_of_value(a) for a in args), err, depth)
+
+    def _verify_calls_kinds(self, sig, err, depth: int) -> None:
+        try:
+            if sig in self._calls_checked:
+                return
+            self._calls_checked.add(sig)
+        except TypeError:
+            return
+        if not self.calls or depth > 4:
+            return
+        env = self._env_of_kinds(list(sig))
+        for _line, f, args, kws in self.calls:
+            callee = self._callee(f, env)
+            if callee is None:
+                continue
+            kinds = [self.expr(a, env) for a in args]
+            byname = {k.arg: k.value for k in kws if k.arg}
+            for p in callee.params[len(kinds):]:
+                v = byname.get(p, callee.defaults.get(p))
+                kinds.append(None if v is None else self.expr(v, env) if p in byname else callee.expr(v, {}))
+            kinds = tuple(kinds[:len(callee.params)])
+            if callee.needed:
+                callee._verify(kinds, {}, err)
+            callee._verify_calls_kinds(kinds, err, depth + 1)
+
+    def return_kind(self, kinds):
+        """The kind this function's returns unify to for arguments of ``kinds`` (None: one cannot be read, or
+        they do not unify -- that is for ``_verify`` to say)."""
+        if getattr(self, "_busy", False) or len(kinds) > len(self.params):
+            return None                                 # recursion: left unknown
+        self._busy = True
+        try:
+            env = self._env_of_kinds(list(kinds) + [None] * (len(self.params) - len(kinds)))
+            out = None
+            for _line, v in self.sites:
+                k = NONE if v is None or v == "fallthrough" else self.expr(v, env)
+                if k is None or not unifiable(out, k):
+                    return None
+                if k[0] == "none":
+                    continue                            # an optional: left to the number / array it goes with
+                if out is None or out == k:
+                    out = k
+                elif out[0] == k[0] == "num":
+                    out = NUM
+                else:
+                    return None
+            return out
+        finally:
+            self._busy = False
+
+    def _callee(self, f, env):
+        if isinstance(f, ast.Name):
+            if f.id in env or f.id in self.assigns or f.id not in self.scope:
+                return None
+            obj = self.scope[f.id]
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id not in env \
+                and isinstance(self.scope.get(f.value.id), types.ModuleType):
+            obj = getattr(self.scope[f.value.id], f.attr, None)
+        else:
+            return None
+        return callee_check(obj)
+
     # ---- the check ------------------------------------------------------------------------------------------
     def verify(self, args, ran: dict, err) -> None:
         """``ran``: line -> the kinds of the values the returns of that line gave in this call; ``err(msg, line)``:
         the exception to raise."""
-        sig = tuple(kind_of_value(a) for a in args)
+        self._verify(tuple(kind_of_value(a) for a in args), ran, err)
+
+    def _verify(self, sig, ran: dict, err) -> None:
         try:
             stat = self._cache.get(sig)
         except TypeError:
             stat = None
             sig = None
         if stat is None:
-            env = self._env(args)
+            env = self._env_of_kinds(list(sig))
             stat = [(line, NONE if v is None or v == "fallthrough" else self.expr(v, env)) for line, v in self.sites]
             if sig is not None:
                 self._cache[sig] = stat
@@ -367,3 +483,39 @@ class ReturnCheck:
                             names.append(n)
                     raise err("Can't unify return type from the following types: " + ", ".join(names), line)
                 seen.append((x, line))
+
+
+_CALLEE_CHECKS: dict = {}
+
+
+def callee_check(obj):
+    """The ``ReturnCheck`` of a device function (a ``cuda.jit(device=True)`` / ``numba.njit`` dispatcher) read off
+    its source, or None (not one, a CUDA ufunc, no source)."""
+    py = getattr(obj, "py_func", None)
+    if not isinstance(py, types.FunctionType) or isinstance(getattr(type(obj), "_gpusim_untyped", None), str):
+        return None
+    if py in _CALLEE_CHECKS:
+        return _CALLEE_CHECKS[py]
+    _CALLEE_CHECKS[py] = None
+    import inspect
+    import textwrap
+    try:
+        lines, first = inspect.getsourcelines(py)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    ast.increment_lineno(tree, first - 1)
+    fdef = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    a = fdef.args if fdef is not None else None
+    if fdef is None or a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+        return None
+    scope = dict(py.__globals__)
+    if py.__closure__:
+        for name, cell in zip(py.__code__.co_freevars, py.__closure__):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:
+                pass
+    chk = ReturnCheck(fdef, [x.arg for x in a.args], scope)
+    _CALLEE_CHECKS[py] = chk
+    return chk

@@ -64,6 +64,9 @@ class ExpressionRewriter:
                 return self.k(const(np.int32(32)))
             raise self.unsupported(f"using cuda.{'.'.join(path)} as a value", node)
         what = ast.unparse(node)
+        if kind == "untyped":
+            raise self.compile_error(f"Untyped global name {what!r}: Cannot determine Numba type of "
+                                     f"<class '{tag[1]}'>", node)
         if kind == "unknown":
             raise self.unsupported(f"global {what!r} of type {type(tag[1]).__name__}", node)
         raise self.unsupported(f"using {what!r} as a value", node)
@@ -377,6 +380,15 @@ class ExpressionRewriter:
             if len(n.args) != 1 or n.keywords:
                 raise self.unsupported(f"{ast.unparse(n.func)} with more than the array", n)
             return _rt("method", self.expr(n.args[0]), _c(tag[1]), ast.Tuple(elts=[], ctx=ast.Load()), _c(line))
+        if kind == "pyop":                                   # operator.add(a, b) and friends
+            nargs = 1 if tag[1] == "unop" else 2
+            if len(n.args) != nargs or n.keywords:
+                raise self.compile_error(f"{ast.unparse(n.func)} takes {nargs} operand(s) here", n)
+            return _rt(tag[1], _c(tag[2]), *[self.expr(a) for a in n.args], _c(line))
+        if kind == "untyped":
+            raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
+                                     f"<class '{tag[1]}'> (a CUDA ufunc is called on arrays from the host; in a "
+                                     "kernel call a @cuda.jit(device=True) function)", n)
         if kind == "pyfunc":
             raise self.compile_error(f"Untyped global name {ast.unparse(n.func)!r}: Cannot determine Numba type of "
                                      "<class 'function'> (a plain Python function: decorate it with "
@@ -598,7 +610,7 @@ class ExpressionRewriter:
 #: static tags a device function's parameter may be bound to (what cannot be a runtime value: functions, dtypes,
 #: modules); constants only where the parameter is an array's shape
 _BINDABLE = ("devfn", "cuda", "dtype", "mathfn", "builtin", "npufunc", "npbinop", "npreduce", "math", "cmath", "np",
-             "numba", "cudarandom")
+             "numba", "cudarandom", "pyop")
 
 _SHAPES: dict = {}
 

@@ -133,6 +133,8 @@ def const(x) -> V:
     if isinstance(x, (bool, np.bool_)):
         return V(np.bool_(x), (), True)
     if isinstance(x, int):
+        if 2 ** 63 <= x < 2 ** 64:                 # numba types a literal past int64 as uint64 (0x8000000000000000)
+            return V(np.uint64(x), (), True)
         return V(np.int64(x), (), True)
     if isinstance(x, float):
         return V(np.float64(x), (), True)

@@ -96,6 +96,9 @@ def _gufunc_kernel(dev, nargs: int):
 def _dtype_of(t) -> np.dtype:
     if isinstance(t, Array):
         t = t.dtype
+    if not hasattr(t, "dtype") and type(t).__module__.startswith("numba"):   # numba's own types (from numba import float64)
+        from numba.np.numpy_support import as_dtype
+        return np.dtype(as_dtype(getattr(t, "dtype", t)))
     return np.dtype(t.dtype)
 
 
@@ -135,6 +138,9 @@ def _host(a):
 
 class _UFunc:
     """The callable ``@vectorize(..., target='cuda')`` returns."""
+
+    #: numba-cuda cannot type its CUDA ufunc objects inside a kernel: calling one there is refused as it refuses it
+    _gpusim_untyped = "numba.cuda.vectorizers.CUDAUFuncDispatcher"
 
     def __init__(self, func, sigs):
         cuda = _package()
@@ -199,6 +205,8 @@ def _parse_layout(sig: str):
 
 class _GUFunc:
     """The callable ``@guvectorize(..., layout, target='cuda')`` returns."""
+
+    _gpusim_untyped = "numba.cuda.vectorizers.CUDAGeneralizedUFunc"
 
     def __init__(self, func, sigs, layout: str):
         cuda = _package()
