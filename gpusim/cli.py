@@ -118,15 +118,17 @@ def _run_script(a: argparse.Namespace, gpu, raw_params: dict) -> int:
     old_argv, old_gpu = sys.argv, driver.active._gpu
     out = sys.stderr if a.json else sys.stdout          # the script's own prints keep --json parseable
     old_path = list(sys.path)
+    # the script by its absolute path, so that its source stays readable if it changes directory (os.chdir)
+    path = os.path.abspath(a.file)
     try:
         sys.argv = [a.file]
-        sys.path.insert(0, os.path.dirname(os.path.abspath(a.file)))   # as `python script.py`: its folder first
+        sys.path.insert(0, os.path.dirname(path))   # as `python script.py`: its folder first
         driver.active.set_gpu(gpu)
         with session(gpu, record_timeline=bool(a.html or a.trace), exact=a.exact) as s, \
-                contextlib.redirect_stdout(out), _UserCode(a.file), compilers.use(a.compiler), \
+                contextlib.redirect_stdout(out), _UserCode(path), compilers.use(a.compiler), \
                 numba_cuda_is_gpusim(), triton_is_gpusim(), torch_cuda_is_host(), exec_sources_kept():
             try:
-                runpy.run_path(a.file, run_name="__main__")
+                runpy.run_path(path, run_name="__main__")
             except SystemExit as e:
                 if e.code not in (None, 0):
                     raise KernelFileError(f"{a.file}: the script exited with status {e.code}") from None

@@ -384,3 +384,27 @@ def test_internal_error_in_process(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("gpusim: internal error (ZeroDivisionError: inside gpusim)")
     assert "Traceback" in err
+
+
+def test_a_script_that_changes_directory_still_finds_its_kernels_and_lines(tmp_path):
+    """A script run by a relative path that calls os.chdir: its kernels' source (read when they are compiled) and its
+    error lines still come from the script, as under ``python sub/script.py``."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "moves.py").write_text(
+        "import os\n"
+        "import numpy as np\n"
+        "from gpusim import cuda\n"
+        "os.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + '/..')\n"
+        "@cuda.jit\n"
+        "def k(a):\n"
+        "    i = cuda.grid(1)\n"
+        "    if i < a.size:\n"
+        "        a[i] = i * 2\n"
+        "a = np.zeros(64, np.int32)\n"
+        "k[1, 64](a)\n"
+        "print('doubled', int(a[5]))\n"
+        "k[1, 64](np.zeros(64, np.float32), 1)\n")
+    r = run_cli(tmp_path, "run", "sub/moves.py")
+    assert "doubled 10" in r.stdout, r.stderr
+    user_error(r, "moves.py:13")
