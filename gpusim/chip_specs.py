@@ -130,6 +130,9 @@ class L1Spec:
     line_latency_cycles: float = P("cycles", 0, 1000, default=0.0)
     # lines that miss the L1 leave for the L2 at most this many per clock per SM (0: no limit beyond the tag stage)
     miss_lines_per_clk: float = P("lines/clock", 0, 64, default=0.0)
+    # cycles an asynchronous copy into shared memory (cp.async / LDGSTS) waits beyond a load for its lines that miss
+    # the L2 (the fill from DRAM into shared memory)
+    copy_dram_extra_cycles: float = P("cycles", 0, 10_000, default=0.0)
 
 
 @dataclass(frozen=True)

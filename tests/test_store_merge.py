@@ -62,3 +62,20 @@ def test_record_fields_written_8_bytes_at_a_time_merge_as_on_the_h100(case):
     assert mem["l2_wr_sectors"] < 0.6 * mem["l1_st_sectors"]
     measured = records.measured(case)["cycles"]
     assert rep.cycles == pytest.approx(measured, rel=0.10), (rep.cycles, measured)
+
+
+def test_a_copy_that_misses_the_l2_lands_later_than_a_load():
+    """``l1.copy_dram_extra_cycles``: an asynchronous copy into shared memory (cp.async / LDGSTS, which bypasses the
+    L1) whose lines miss the L2 completes that many cycles after an L1-bypassing load of the same lines would (two
+    memory systems in the same state); once the lines are in the L2 the two complete together."""
+    extra = H100.l1.copy_dram_extra_cycles
+    assert extra == 300
+    lines = list(range(90_000, 90_004))
+    a, b = _mem(), _mem()
+    sl = a.sets_of(np.array(lines, np.int64)).tolist()
+    t_load = a.load(0, 0.0, lines, [0b1111] * 4, False, sl)
+    t_copy = b.load(0, 0.0, lines, [0b1111] * 4, False, sl, copy=True)
+    assert t_copy - t_load == pytest.approx(extra)
+    t0 = 100_000.0                                     # the L2 holds them now: a hit, no extra
+    assert b.load(0, t0, lines, [0b1111] * 4, False, sl, copy=True) == pytest.approx(
+        a.load(0, t0, lines, [0b1111] * 4, False, sl))

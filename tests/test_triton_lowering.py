@@ -138,15 +138,16 @@ def test_pipelining_structure():
     mmas = [i for i, o in enumerate(ops) if o.kind == OpKind.MMA]
     steps = 512 // 64
     assert len(copies) == 2 * steps and len(waits) == 2 * steps and not any(o.kind == OpKind.LOAD for o in ops[:mmas[-1]])
-    # prologue: the copies of iterations 0 .. S-2, and iteration S-1's, are issued before the first MMA
-    assert sum(c < mmas[0] for c in copies) == 2 * S
-    # every wait waits for a copy issued earlier; the copy of iteration i+S-1 precedes the MMA of iteration i
+    # prologue: the copies of iterations 0 .. S-2 are issued before the first MMA (iteration S-1's after it)
+    assert sum(c < mmas[0] for c in copies) == 2 * (S - 1)
+    # every wait waits for a copy issued earlier; the copy of iteration i+S-1 follows the MMA of iteration i (Triton
+    # issues it after the iteration's wgmmas), before the MMA of iteration i+1
     for w in waits:
         assert len(ops[w].deps) == 1 and ops[ops[w].deps[0]].kind == OpKind.ASYNC_COPY
     # nothing else waits for a copy's data: the group commit (LDGDEPBAR) and the address updates do not
     assert all(ops[d].kind != OpKind.ASYNC_COPY for i, o in enumerate(ops) if i not in waits for d in o.deps)
     for i, m in enumerate(mmas):
-        ahead = min(i + S - 1, steps - 1)
+        ahead = min(i + S - 2, steps - 1)
         assert sum(c < m for c in copies) == 2 * (ahead + 1)
         dep_kinds = {ops[d].kind for d in ops[m].deps}
         assert OpKind.ASYNC_WAIT in dep_kinds

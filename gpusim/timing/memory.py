@@ -48,6 +48,7 @@ class MemorySystem(L2Slices):
         # the L1's miss stage: the next missed line can leave for the L2 at (cycles); a line per l1_miss_step
         self.l1_miss_free = [0.0] * n_sm
         self.l1_miss_step = 1.0 / l1.miss_lines_per_clk if l1.miss_lines_per_clk > 0 else 0.0
+        self.copy_dram_extra = l1.copy_dram_extra_cycles
         self.l1_lines_per_clk = float(l1.lines_per_clk)
         self.l1_hit_latency = l1.hit_latency_cycles
         self.line_latency = l1.line_latency_cycles
@@ -60,11 +61,12 @@ class MemorySystem(L2Slices):
 
     # ---- the SM side: L1 ---------------------------------------------------------------------------
     def load(self, sm: int, t: float, lines: Sequence[int], masks: Sequence[int], use_l1: bool,
-             sets: Sequence[int], wavefronts: int = 0, n_inst: int = 1) -> float:
+             sets: Sequence[int], wavefronts: int = 0, n_inst: int = 1, copy: bool = False) -> float:
         """A warp's global/local load of ``lines`` (sector masks ``masks``) issued at ``t``; return when all
         data is back.  ``sets`` holds each line's L2 set (``sets_of``); ``wavefronts``: those of the
         L1's data banks (``MemAccess.wavefronts``; 0: one per line); ``n_inst``: the instructions the lines come
-        from (listed one instruction after the other), each a request of its own."""
+        from (listed one instruction after the other), each a request of its own; ``copy``: an asynchronous copy
+        into shared memory, whose lines that miss the L2 land ``l1.copy_dram_extra_cycles`` later."""
         n = len(lines)
         if n <= 0:
             return t
@@ -247,6 +249,8 @@ class MemorySystem(L2Slices):
                 ready = r
         if mstep:
             self.l1_miss_free[sm] = mfree
+        if copy and l2_rd > l2_hit:
+            ready += self.copy_dram_extra
         if n_sec < 0:
             n_sec = l2_rd + merged
         st.l1_ld_wavefronts += n

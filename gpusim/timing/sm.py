@@ -316,7 +316,7 @@ class WarpScheduler:
                     elif kind == _ACOPY or kind == _LOAD:
                         w.last_store = None
                         pend[ws] = self.mem_load(self.smi, t, line_a[lo:hi], mask_a[lo:hi], use_l1, slice_a[lo:hi],
-                                                 x[5][wi] if len(x) == 6 else 0, ni)
+                                                 x[5][wi] if len(x) == 6 else 0, ni, kind == _ACOPY)
                     elif kind == _STORE:
                         # (use_l1: a store of 8 bytes per lane or narrower, which merges with the warp's store
                         # before it over the same sectors)

@@ -2,9 +2,12 @@
 
 A loop over ``range`` / ``tl.range`` costs its counter and branch per iteration.  When it holds cp.async copies
 (loads that reach a dot, see ``_lower_memory``) and ``num_stages >= 2``, ``loop_end`` reorders its ops the way
-the pipeliner schedules them: the copies for iteration i + num_stages - 1 are issued at the start of
-iteration i, those for iterations 0 .. num_stages - 2 form the prologue, and the last iterations issue
-copies past the end predicated off.
+the pipeliner schedules them: the copies for iteration i + num_stages - 1 are issued at the end of iteration i,
+after its MMAs (the SASS of tutorial 03's kernel at 3 stages: ``DEPBAR.LE SB0`` for the step's copies, ``BAR.SYNC``,
+the ``HGMMA``s, ``WARPGROUP.DEPBAR.LE gsb0, 0x1``, ``BAR.SYNC``, then the ``LDGSTS`` of step i + 2), those for
+iterations 0 .. num_stages - 2 form the prologue, and the last iterations issue copies past the end predicated off.
+(Until 2026-11-29 the copies led their iteration: a lone CTA at 2 stages came out 53% fast against the H200,
+``records/h200/ctas_*``; DEVIATIONS.md.)
 """
 from __future__ import annotations
 
@@ -104,11 +107,10 @@ class LoopLowering:
         for i in range(min(D, n)):
             new.extend(copies[i])
         for i in range(n):
-            if i + D < n:
-                new.extend(copies[i + D])
-            else:
-                new.extend(phantoms.pop())
+            # iteration i's body (its wait for its copies, the barrier, its MMAs), then the copies for iteration i + D:
+            # Triton 3.6's loop issues them after the wgmmas (they overwrite the slot the previous wgmmas read)
             new.extend(rest[i])
+            new.extend(copies[i + D] if i + D < n else phantoms.pop())
         for ph in phantoms:
             new[len(pre):len(pre)] = ph
         self.ops[lp.start:] = new
