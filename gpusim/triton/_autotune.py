@@ -33,6 +33,12 @@ class _Tuned:
         self.best, self.seconds, self.n_total = best, seconds, n_total
 
 
+def _config_failure(msg: str) -> bool:
+    """Whether a launch error is one Triton's autotuner times as infinity (OutOfResources, a failed static_assert)
+    rather than raises."""
+    return "out of resource" in msg or "Static assert" in msg or "static_assert" in msg
+
+
 def wrapper_kind(obj) -> str:
     """``"Autotuner"`` / ``"Heuristics"`` / ``"JITFunction"`` ... when ``obj`` is one of Triton's (or gpusim's)
     decorator classes or a subclass of one (fla's ``CachedAutotuner(Autotuner)``), else its class name."""
@@ -204,7 +210,7 @@ def execute(kernel, tuner, grid, args, kwargs, *, record: bool, gpu, execute_spe
                 except (LaunchError, CompileError) as e:
                     # Triton: OutOfResources / CompileTimeAssertionFailure / PTXASError time as infinity
                     msg = str(e)
-                    if not ("out of resource" in msg or "Static assert" in msg or "static_assert" in msg):
+                    if not _config_failure(msg):
                         raise
                     if _verbose():
                         print(f"Autotuning failed with {e}")
@@ -358,7 +364,7 @@ def bench(tuner, args, config, meta, *, execute_spec, resolve, gpu) -> list:
         tr = execute_spec(resolve(tuner, config=config), grid, list(args), meta, record=True, gpu=gpu)
     except (LaunchError, CompileError) as e:
         msg = str(e)
-        if not ("out of resource" in msg or "Static assert" in msg or "static_assert" in msg):
+        if not _config_failure(msg):
             raise
         if _verbose():
             print(f"Autotuning failed with {e}")
