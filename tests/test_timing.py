@@ -377,6 +377,35 @@ def test_the_two_sms_of_a_tpc_merge_reads_of_sectors_already_in_flight():
     assert m.stats.l2_rd_sectors == 128
 
 
+def test_a_far_lines_copy_is_read_near_only_once_its_data_has_crossed():
+    """l2.partitioned: a partition's first read of a far line leaves a copy in its own slices, read at the near
+    latency from then on -- but only once the copy holds the data.  A second SM of the same partition asking for
+    the line while the first read is still crossing from the home partition waits for it (no earlier than the
+    first reader's data), and after that gets the near latency."""
+    from gpusim.timing.memory import MemorySystem
+    from gpusim.timing.chip import build_wiring
+    assert H100.l2.partitioned and H100.l2.far_copies
+    w = build_wiring(H100)
+    m = MemorySystem(H100, 256 * 1024, w.latency, w.sm_partition, w.slice_partition)
+    lines = np.arange(5000, 5400, dtype=np.int64)
+    sids = m.sets_of(lines).tolist()
+    # a line homed in partition 1, and three SMs: one of partition 1 (warms it), two of partition 0 on other TPCs
+    k = next(i for i, s in enumerate(sids) if m.slice_partition[s % m.n_slices] == 1)
+    line, sid = int(lines[k]), sids[k]
+    home = next(s for s in range(H100.chip.sm_count) if w.sm_partition[s] == 1)
+    a, b = [s for s in range(H100.chip.sm_count) if w.sm_partition[s] == 0][:3:2]
+    assert a // 2 != b // 2                                   # (not merged by the TPC)
+    warm = m.load(home, 0.0, [line], [15], False, [sid])     # into the L2 from DRAM
+    t = warm + 100.0
+    far = m.load(a, t, [line], [15], False, [sid]) - t      # partition 0's first read: far, leaves the copy
+    early = m.load(b, t + 10.0, [line], [15], False, [sid])  # the copy is still on its way
+    assert early >= t + far - 1.0
+    t2 = t + far + 100.0
+    c = next(s for s in range(H100.chip.sm_count) if w.sm_partition[s] == 0 and s // 2 not in (a // 2, b // 2))
+    near = m.load(c, t2, [line], [15], False, [sid]) - t2   # the copy holds the data: near
+    assert near < far - 100
+
+
 def test_the_work_distributor_hands_consecutive_ctas_to_the_two_sms_of_a_tpc():
     """chip.sms_per_tpc: in the first wave, CTAs 2i and 2i+1 start on SMs 2k and 2k+1 (one TPC), as the H100 placed
     them (records/cta_placement_h100.json: every pair of the first 264 CTAs, 1-16 CTAs per SM); every SM gets

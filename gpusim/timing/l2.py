@@ -421,7 +421,9 @@ class L2Slices(DRAMChannels):
                 if not miss & ~cv:
                     start = self._slice_read(csid % self.n_slices, arr, ns)
                     st.l2_rd_hit_sectors += ns
-                    return self._after_fill(line, miss, start, self.l2_near[part] + start - xbar)
+                    # (a copy whose data is still on its way from the home partition is waited for)
+                    return self._after_fill(line | COPY, miss, start,
+                                            self._after_fill(line, miss, start, self.l2_near[part] + start - xbar))
         start = self._slice_read(sl, arr, ns)
         sset = self.l2_sets[sid]
         if far:
@@ -442,6 +444,10 @@ class L2Slices(DRAMChannels):
         if far:
             v = self.l2_sets[sid].get(line)
             self._store_bits(csid, line | COPY, (v & 15) if v is not None else miss, start)
+            pend2 = self.l2_pend
+            if len(pend2) > self._pend_cap[-1]:
+                self._pend_cap[-1] = self._prune(pend2, start)
+            pend2[line | COPY] = (r, miss)              # the copy holds the data from r on
         return r
 
     def _l2_miss(self, part: int, start: float, line: int, miss: int, sid: int, v, arr: float) -> float:

@@ -191,6 +191,8 @@ class MemorySystem(L2Slices):
                             start = arr if arr > free else free
                             slice_free[csl] = start + ns * sec_cyc
                             r = near + start - xbar
+                            if pend2:
+                                r = self._after_fill(line | COPY, miss, start, r)   # (the copy in flight)
                 else:
                     sset = l2_sets[sid]
                     v = sset.pop(line, None)
