@@ -1386,3 +1386,37 @@ def test_a_variable_read_before_its_first_assignment_is_refused_as_numba_refuses
                                            r"defined\.") as e:
         _p5_read_before_assign[1, 1](np.zeros(4), 4)
     assert e.value.line == _p5_read_before_assign.py_func.__code__.co_firstlineno + 3     # the x = ... line
+
+
+# ---- probe round 6: numba-cuda's own test suite (tests/cudapy) ---------------------------------------------------
+
+@cuda.jit("int32(int32, int32)", device=True)
+def _p6_pack(hi, lo):
+    return ((hi & 0xFF) << 8) | (lo & 0xFF)        # bitwise: only if the float arguments became int32
+
+
+@cuda.jit("float32(float32)", device=True)
+def _p6_half(x):
+    return x / 3
+
+
+@cuda.jit
+def _p6_declared_calls(f, packed, thirds):
+    i = cuda.grid(1)
+    if i < f.size:
+        packed[i] = _p6_pack(f[i], f[i] + 1.5)     # float64 arguments converted to int32 (truncated)
+        thirds[i] = _p6_half(x=i)                  # an int64 keyword argument to float32; the result float32
+
+
+def test_a_device_function_declared_with_a_signature_converts_its_arguments_and_result():
+    f = np.array([1.7, 2.2, 300.9, 7.0])
+    packed, thirds = np.zeros(4, np.int64), np.zeros(4)
+    _p6_declared_calls[1, 4](f, packed, thirds)
+    hi, lo = f.astype(np.int32), (f + 1.5).astype(np.int32)
+    assert list(packed) == list(((hi & 0xFF) << 8) | (lo & 0xFF))
+    assert np.array_equal(thirds, (np.arange(4, dtype=np.float32) / np.float32(3)).astype(np.float64))
+
+
+def test_a_device_function_launched_as_a_kernel_is_refused_as_numba_refuses_it():
+    with pytest.raises(RuntimeError, match="Cannot compile a device function as a kernel"):
+        _p6_half[1, 1](np.float32(1))

@@ -453,6 +453,9 @@ class Kernel:
     def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchError("launch configuration must be [grid, block] or [grid, block, stream, shared_bytes]")
+        if self.device:
+            raise _DeviceAsKernel(f"{self.__name__!r} is a device function (cuda.jit(device=True)): Cannot compile a "
+                                  "device function as a kernel (launch a @cuda.jit kernel that calls it)")
         grid, block = config[0], config[1]
         shared = config[3] if len(config) == 4 else 0
         return _Launcher(self, grid, block, shared)
@@ -525,6 +528,10 @@ class DeprecationError(LaunchError):
 
 class _NotImplementedOption(LaunchError, NotImplementedError):
     """numba-cuda's NotImplementedError for a ``cuda.jit`` option it refuses (``boundscheck=True``)."""
+
+
+class _DeviceAsKernel(LaunchError, RuntimeError):
+    """numba-cuda's RuntimeError for a device function launched as a kernel (``f[1, 1]()``)."""
 
 
 def jit(func_or_sig=None, device=False, **options):

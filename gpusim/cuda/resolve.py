@@ -12,6 +12,7 @@ import ast
 import math
 import operator
 import types
+import weakref
 
 import numpy as np
 
@@ -141,6 +142,10 @@ def classify(obj):
         return ("untyped", type(obj)._gpusim_untyped)   # a CUDA ufunc: numba-cuda has no type for it in a kernel
     if getattr(obj, "_gpusim_frontend", None) == "cuda" or \
             isinstance(getattr(obj, "py_func", None), types.FunctionType):
+        sigs = getattr(obj, "signatures", None)
+        if getattr(obj, "device", False) and isinstance(sigs, list) and len(sigs) == 1 and \
+                isinstance(sigs[0], _nbtypes.Signature):
+            _DEVFN_SIGNATURE[obj.py_func] = sigs[0]
         return ("devfn", obj.py_func)       # gpusim / numba-cuda device functions, numba @njit helpers
     if isinstance(obj, bool) or isinstance(obj, (int, float, np.bool_)) or isinstance(obj, np.number):
         return ("const", obj)
@@ -182,6 +187,16 @@ def classify(obj):
     if obj is None:
         return ("none", None)
     return ("unknown", obj)
+
+
+#: the one signature a device function was declared with (``cuda.jit("int32(int32)", device=True)``), by its Python
+#: function: numba compiles the function for it alone and converts a call's arguments and result to its types
+_DEVFN_SIGNATURE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def devfn_signature(py_func):
+    """The signature a device function was declared with (its only one), else None."""
+    return _DEVFN_SIGNATURE.get(py_func)
 
 
 def _const_tuple(t):

@@ -16,7 +16,8 @@ import numpy as np
 
 from .analysis import _contains
 from .astgen import _BINOPS, _CMPOPS, _CONSTRUCT_NAMES, _UNOPS, _c, _lam, _load, _rt, _store
-from .resolve import _CUDA_CALLS, _CUDA_VALUE, NeedsArgDtypes, _const_tuple, _numba_dtype
+from .resolve import _CUDA_CALLS, _CUDA_VALUE, NeedsArgDtypes, _const_tuple, _numba_dtype, devfn_signature
+from . import types as _nbtypes
 from ..errors import CompileError
 from .values import const
 
@@ -175,6 +176,12 @@ class ExpressionRewriter:
         if tag is not None and tag[0] == "dtype":
             return (("dtype", np.dtype(tag[1])),)
         raise self.unsupported(f"isinstance() with {ast.unparse(t)!r}", t)
+
+    def _to_declared(self, e, t, line):
+        """``e`` converted to the scalar type ``t`` of a device function's declared signature (else as it is)."""
+        if isinstance(t, _nbtypes.Scalar):
+            return _rt("cast", e, self.k(np.dtype(t.dtype)), _c(line))
+        return e
 
     def _static_arguments(self, py_func, args) -> tuple[dict, list]:
         """The positional arguments of a device-function call that numba-cuda types as compile-time values, which
@@ -374,8 +381,19 @@ class ExpressionRewriter:
             cf, _, _ = self.ctx.compile_function(tag[1], "device", bound)
             name = f"_gs_D_{cf.name}_{id(cf) % 100000}"
             self.ns[name] = cf.fn
-            return ast.Call(func=_load(name), args=[_load("_rt")] + [self.expr(a) for a in rest],
-                            keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
+            args = [self.expr(a) for a in rest]
+            kws = [ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords]
+            sig = devfn_signature(tag[1]) if not bound else None
+            if sig is None:
+                return ast.Call(func=_load(name), args=[_load("_rt")] + args, keywords=kws)
+            # declared with a signature: numba converts the arguments to its types, and the result to its return type
+            params = tag[1].__code__.co_varnames[:tag[1].__code__.co_argcount]
+            args = [self._to_declared(a, sig.args[i] if i < len(sig.args) else None, line) for i, a in enumerate(args)]
+            for kw in kws:
+                i = params.index(kw.arg) if kw.arg in params else len(sig.args)
+                kw.value = self._to_declared(kw.value, sig.args[i] if i < len(sig.args) else None, line)
+            return self._to_declared(ast.Call(func=_load(name), args=[_load("_rt")] + args, keywords=kws),
+                                     sig.return_type, line)
         if kind == "npreduce":
             if len(n.args) != 1 or n.keywords:
                 raise self.unsupported(f"{ast.unparse(n.func)} with more than the array", n)
