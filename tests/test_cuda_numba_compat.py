@@ -1420,3 +1420,30 @@ def test_a_device_function_declared_with_a_signature_converts_its_arguments_and_
 def test_a_device_function_launched_as_a_kernel_is_refused_as_numba_refuses_it():
     with pytest.raises(RuntimeError, match="Cannot compile a device function as a kernel"):
         _p6_half[1, 1](np.float32(1))
+
+
+@cuda.jit
+def _p6_grid_sum(a, out):
+    g = cuda.cg.this_grid()
+    i = cuda.grid(1)
+    if i < a.size:
+        cuda.atomic.add(out, 0, a[i])
+    g.sync()
+    if i < a.size:
+        a[i] = out[0]
+
+
+@cuda.jit
+def _p6_no_grid(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] += 1
+
+
+def test_an_overload_says_whether_it_is_cooperative():
+    a, out = np.arange(8.0), np.zeros(1)
+    _p6_grid_sum[2, 4](a, out)
+    assert np.all(a == 28.0)
+    _p6_no_grid[1, 8](a)
+    assert [o.cooperative for o in _p6_grid_sum.overloads.values()] == [True]
+    assert [o.cooperative for o in _p6_no_grid.overloads.values()] == [False]

@@ -33,7 +33,7 @@ from . import realcc
 from .realcc import varargs_packed
 from . import runtime as R
 from . import types as nbtypes
-from .compiler import NeedsArgDtypes, compile_kernel, unwrap
+from .compiler import _DT_CACHE, NeedsArgDtypes, compile_kernel, unwrap
 from ..occupancy import max_coresident_ctas
 from ..errors import CooperativeLaunchTooLarge
 from .memory import ADDRESS_SPACE, as_device_storage
@@ -489,6 +489,15 @@ class _Overload:
         self.argument_types = signature.args if signature is not None else ()
         self.py_func = kernel.py_func
         self.name = kernel.__name__
+
+    @property
+    def cooperative(self) -> bool:
+        """numba's ``_Kernel.cooperative``: the kernel synchronizes its grid (``cuda.cg.this_grid()``), so it is
+        launched cooperatively."""
+        try:
+            return compile_kernel(self.kernel).cooperative
+        except NeedsArgDtypes:             # compiled per argument dtypes: cooperative if any compilation is
+            return any(ck.cooperative for ck in _DT_CACHE.get(self.py_func, {}).values())
 
     def max_cooperative_grid_blocks(self, blockdim, dynsmemsize=0) -> int:
         """Blocks of ``blockdim`` threads that fit on the chip at once (occupancy x SMs): the largest grid a
