@@ -1447,3 +1447,43 @@ def test_an_overload_says_whether_it_is_cooperative():
     _p6_no_grid[1, 8](a)
     assert [o.cooperative for o in _p6_grid_sum.overloads.values()] == [True]
     assert [o.cooperative for o in _p6_no_grid.overloads.values()] == [False]
+
+
+@cuda.jit(device=True)
+def _p6_scaled(v, s):
+    return cuda.float32x3(v.x * s, v.y * s, v.z * s)
+
+
+@cuda.jit
+def _p6_vectors(a, out, iout):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        xy = cuda.float2(a[i, 0], a[i, 1])                   # an alias of float32x2
+        v = cuda.float32x3(xy, a[i, 2])                      # a vector and a scalar make a float32x3
+        if i % 2 == 0:
+            v = _p6_scaled(v, 2.0)                           # returned from a device function, on some lanes
+        out[i, 0], out[i, 1], out[i, 2] = v.x, v.y, v.z
+        w = cuda.int32x4(i, i + 1, cuda.int2(2, 3.7))        # 3.7 converted to int32
+        s = 0
+        for u in tuple((w, cuda.int4(1, 1, 1, 1))):         # a tuple of vectors iterated
+            s += u.x + u.y + u.z + u.w
+        iout[i] = s
+
+
+@cuda.jit
+def _p6_vector_indexed(out):
+    v = cuda.float32x2(1.0, 2.0)
+    out[0] = v[0]
+
+
+def test_cuda_vector_types_as_numba_cuda_has_them():
+    a = np.random.default_rng(6).random((8, 3)).astype(np.float32)
+    out, iout = np.zeros_like(a), np.zeros(8, np.int64)
+    _p6_vectors[1, 8](a, out, iout)
+    exp = a.copy()
+    exp[::2] *= 2
+    assert np.array_equal(out, exp)
+    assert list(iout) == [2 * i + 1 + 5 + 4 for i in range(8)]
+    assert repr(cuda.float4) == "<gpusim.cuda vector type float32x4>" and cuda.double2 is cuda.float64x2
+    with pytest.raises(CompileError, match=r"getitem\(float32x2"):
+        _p6_vector_indexed[1, 1](np.zeros(1))

@@ -57,6 +57,8 @@ from .types import (b1, boolean, bool_, complex64, complex128, double, f2, f4, f
                     uint16, uint32, uint64, uintp, void)
 
 reduce = Reduce
+from .vectors import STUBS as _VECTOR_STUBS        # noqa: E402 - cuda.float32x4, cuda.float4 ... (numba-cuda's)
+globals().update(_VECTOR_STUBS)
 _reduction.register_package(sys.modules[__name__])
 
 __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "device_array", "device_array_like",

@@ -215,11 +215,19 @@ class DeviceLibrary:
     def isinst(self, obj, spec, line) -> V:
         """``isinstance(x, cls)``: decided by the type of ``x`` at compile time, as numba decides it."""
         for s in spec:
-            if s[0] == "tuple" and isinstance(obj, tuple):
+            if s[0] == "tuple" and isinstance(obj, tuple) and not hasattr(obj, "vname"):   # a vector is no tuple
                 return const(True)
             if type(obj) is V and obj.v.dtype == s[1]:
                 return const(True)
         return const(False)
+
+    def builtin_tuple(self, obj, line):
+        """``tuple(t)`` of a tuple: the tuple (numba types ``tuple()`` of tuples only)."""
+        if isinstance(obj, tuple) and not hasattr(obj, "vname"):
+            return tuple(obj)
+        from .values import kind_name
+        raise self._err(CompileError, f"No implementation of function Function(<class 'tuple'>) found for signature: "
+                                      f"tuple({kind_name(obj)}) (numba-cuda builds a tuple only from a tuple)", line)
 
     def method(self, obj, name, args, line):
         """``obj.name(*args)`` on a runtime object (the grid group's ``sync``)."""

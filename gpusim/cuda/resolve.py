@@ -21,6 +21,7 @@ from .analysis import _contains
 from . import types as _nbtypes
 from .arith import CMATH_FUNCTIONS, FP16_FUNCTIONS, MATH_FUNCTIONS
 from .values import const
+from .vectors import STUBS as VECTOR_STUBS
 
 
 class NeedsArgDtypes(Exception):
@@ -138,6 +139,8 @@ def classify(obj):
         return it
     if isinstance(obj, _nbtypes.Scalar):
         return ("dtype", obj.dtype)
+    if isinstance(getattr(obj, "_gpusim_vector", None), str):
+        return ("vector", obj._gpusim_vector)    # cuda.float32x4, cuda.float4: a vector type's constructor
     if isinstance(getattr(type(obj), "_gpusim_untyped", None), str):
         return ("untyped", type(obj)._gpusim_untyped)   # a CUDA ufunc: numba-cuda has no type for it in a kernel
     if getattr(obj, "_gpusim_frontend", None) == "cuda" or \
@@ -247,6 +250,8 @@ class StaticResolver:
                 if path[0] == "fp16" and len(path) == 2 and attr not in FP16_FUNCTIONS:
                     raise self.unsupported(f"cuda.fp16.{attr}", node)
                 return ("cuda", path)
+            if len(path) == 1 and attr in VECTOR_STUBS:
+                return ("vector", VECTOR_STUBS[attr]._gpusim_vector)
             if path[:-1] in _CUDA_VALUE:
                 raise self.compile_error(f"Unknown attribute {attr!r} of type Dim3 (cuda.{'.'.join(path)}: only "
                                          ".x, .y and .z)", node)

@@ -360,6 +360,11 @@ class ExpressionRewriter:
                 f"{what[0]!r}, {str(what[1])!r}) and linked from {src}: gpusim runs the kernel's Python source and "
                 f"cannot execute CUDA C/C++ or PTX; write the function in Python as a @cuda.jit(device=True) "
                 f"function (it is inlined and costed like the kernel's own code)", n)
+        if kind == "vector":
+            if n.keywords:
+                raise self.compile_error(f"keyword arguments to the vector type {tag[1]}", n)
+            return _rt("vector_make", _c(tag[1]), ast.Tuple(elts=[self.expr(a) for a in n.args], ctx=ast.Load()),
+                       _c(line))
         if kind == "cudarandom":
             if n.keywords:
                 raise self.unsupported(f"keyword arguments to {tag[1]}", n)
@@ -470,6 +475,8 @@ class ExpressionRewriter:
                 return _rt("builtin_divmod", args[0], args[1], _c(line))
             if b == "complex" and len(args) in (1, 2):
                 return _rt("make_complex", ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
+            if b == "tuple" and len(args) <= 1:
+                return _rt("builtin_tuple", args[0], _c(line)) if args else ast.Tuple(elts=[], ctx=ast.Load())
             if b == "slice":
                 if not 1 <= len(args) <= 3:
                     raise self.compile_error(f"slice() takes 1 to 3 arguments ({len(args)} given)", n)

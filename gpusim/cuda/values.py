@@ -98,6 +98,8 @@ def kind_name(x) -> str:
     if isinstance(x, ARRAYS):
         return f"array({x.dtype}, {x.ndim}d)"
     if isinstance(x, tuple):
+        if hasattr(x, "vname"):                   # a vector type's value (vectors.Vec)
+            return x.vname
         return "Tuple(" + ", ".join(kind_name(e) for e in x) + ")"
     if isinstance(x, Dim3):
         return "Dim3"
