@@ -1487,3 +1487,24 @@ def test_cuda_vector_types_as_numba_cuda_has_them():
     assert repr(cuda.float4) == "<gpusim.cuda vector type float32x4>" and cuda.double2 is cuda.float64x2
     with pytest.raises(CompileError, match=r"getitem\(float32x2"):
         _p6_vector_indexed[1, 1](np.zeros(1))
+
+
+_P6Point = __import__("collections").namedtuple("_P6Point", ("x", "y"))
+
+
+@cuda.jit
+def _p6_point_args(r, p, q):
+    i = cuda.grid(1)
+    if i < r.size:
+        r[i] = p.x * i + p.y + q.y          # fields by name; q's of mixed types
+
+
+def test_a_namedtuple_argument_has_its_fields_by_name_and_the_like_host_arrays():
+    r = np.zeros(4)
+    _p6_point_args[1, 4](r, _P6Point(2, 3), _P6Point(1, 0.5))
+    assert list(r) == [2 * i + 3.5 for i in range(4)]
+    key, = _p6_point_args.overloads
+    assert str(key[1]) == "_P6Point(int64, int64)"
+    x = np.asfortranarray(np.ones((3, 2), np.int16))
+    for a in (cuda.mapped_array_like(x), cuda.pinned_array_like(x)):
+        assert a.shape == (3, 2) and a.dtype == np.int16 and a.flags.f_contiguous and not a.any()

@@ -243,7 +243,8 @@ def _stand_in(t):
             return np.zeros(1, dt)[0]
         return dt.type(0)
     if kind == "tuple":
-        return tuple(_stand_in(x) for x in t[1])
+        items = tuple(_stand_in(x) for x in t[1])
+        return tuple.__new__(t[2], items) if len(t) > 2 else items       # a namedtuple: of its class
     raise ValueError(f"no stand-in for {kind!r}")
 
 
@@ -253,7 +254,7 @@ def numba_type(t):
     if t[0] == "numba":
         return t[1]
     if t[0] == "tuple" and any(x[0] in ("numba", "cpointer") for x in t[1]):
-        return nbt.BaseTuple.from_types([numba_type(x) for x in t[1]])
+        return nbt.BaseTuple.from_types([numba_type(x) for x in t[1]], t[2] if len(t) > 2 else None)
     if t[0] == "cpointer":
         return nbt.CPointer(numba.from_dtype(np.dtype(t[1])))
     ty = numba.typeof(_stand_in(t))

@@ -62,7 +62,7 @@ globals().update(_VECTOR_STUBS)
 _reduction.register_package(sys.modules[__name__])
 
 __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "device_array", "device_array_like",
-           "pinned_array", "mapped_array", "pinned", "as_cuda_array", "is_cuda_array", "libdevice", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
+           "pinned_array", "mapped_array", "pinned_array_like", "mapped_array_like", "pinned", "as_cuda_array", "is_cuda_array", "libdevice", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
            "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
            "syncthreads", "syncwarp", "ldca", "ldcg", "ldcs", "ldlu", "ldcv", "stcg", "stcs", "stwb", "stwt",
            "stream", "detect", "reference_run", "cg", "random", "types", "reduce", "managed_array", "event",
@@ -106,6 +106,21 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
 
 def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0, attach_global=True):
     return np.zeros(shape, dtype=dtype, order=order)
+
+
+def _host_like(ary):
+    a = ary._ary if isinstance(ary, DeviceNDArray) else np.asarray(ary)
+    return np.zeros_like(a)
+
+
+def pinned_array_like(ary):
+    """numba's ``cuda.pinned_array_like``: a page-locked host array of ``ary``'s shape, dtype and layout."""
+    return _host_like(ary)
+
+
+def mapped_array_like(ary, stream=0, portable=False, wc=False):
+    """numba's ``cuda.mapped_array_like``: a host array mapped into the device's address space, like ``ary``."""
+    return _host_like(ary)
 
 
 def as_cuda_array(obj, sync=True):

@@ -132,6 +132,11 @@ class Indexing:
             if name == "imag":                   # a real number's imaginary part: 0 of its type (numba)
                 return V(obj.v.dtype.type(0), (), True)
             raise self._err(UnsupportedConstruct, f"attribute .{name} of a number", line)
+        fields = getattr(type(obj), "_fields", None)
+        if isinstance(obj, tuple) and isinstance(fields, tuple):        # a namedtuple argument's field
+            if name in fields:
+                return obj[fields.index(name)]
+            raise self._err(CompileError, f"Unknown attribute '{name}' of type {type(obj).__name__}{fields}", line)
         raise self._err(UnsupportedConstruct, f"attribute .{name} of {type(obj).__name__}", line)
 
     def length(self, obj, line) -> V:

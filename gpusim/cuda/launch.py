@@ -142,7 +142,10 @@ def _wrap_arg(ck, name, a):
     if isinstance(a, (complex, np.complexfloating)):
         return R.V(np.complex128(a) if isinstance(a, complex) else a, (), False)
     if isinstance(a, tuple):
-        return tuple(_wrap_arg(ck, f"{name}[{i}]", x) for i, x in enumerate(a))
+        items = tuple(_wrap_arg(ck, f"{name}[{i}]", x) for i, x in enumerate(a))
+        if isinstance(getattr(type(a), "_fields", None), tuple):
+            return tuple.__new__(type(a), items)     # a namedtuple: its fields by name (numba's NamedTuple)
+        return items
     if isinstance(a, np.void) and a.dtype.names is not None:
         # a record (``arr[0]`` of a structured array): numba-cuda copies it to the device and back, so the kernel
         # reads and writes its bytes; here a 1-element record array over them
