@@ -1508,3 +1508,21 @@ def test_a_namedtuple_argument_has_its_fields_by_name_and_the_like_host_arrays()
     x = np.asfortranarray(np.ones((3, 2), np.int16))
     for a in (cuda.mapped_array_like(x), cuda.pinned_array_like(x)):
         assert a.shape == (3, 2) and a.dtype == np.int16 and a.flags.f_contiguous and not a.any()
+
+
+@cuda.jit
+def _p6_nested_iterators(x, y, out):
+    s = 0.0
+    for i, (xv, yv) in enumerate(zip(x, y)):
+        s += i * xv + yv
+    for (j, xv), yv in zip(enumerate(x), range(10, 20)):
+        s += j * yv - xv
+    out[0] = s
+
+
+def test_enumerate_of_zip_and_zip_of_enumerate_iterate_in_lockstep():
+    x, y, out = np.array([3.0, 1.0, 4.0, 1.0, 5.0]), np.array([2.0, 7.0, 1.0]), np.zeros(1)
+    _p6_nested_iterators[1, 1](x, y, out)
+    exp = sum(i * a + b for i, (a, b) in enumerate(zip(x, y))) + \
+        sum(j * b - a for (j, a), b in zip(enumerate(x), range(10, 20)))
+    assert out[0] == exp
