@@ -1526,3 +1526,10 @@ def test_enumerate_of_zip_and_zip_of_enumerate_iterate_in_lockstep():
     exp = sum(i * a + b for i, (a, b) in enumerate(zip(x, y))) + \
         sum(j * b - a for (j, a), b in zip(enumerate(x), range(10, 20)))
     assert out[0] == exp
+
+
+def test_compile_ptx_imports_and_is_refused_when_called():
+    from gpusim.cuda import compile_ptx
+    from gpusim.errors import GpusimError
+    with pytest.raises(GpusimError, match="generates no PTX"):
+        compile_ptx(_p6_no_grid.py_func, "void(float64[:])")

@@ -45,6 +45,7 @@ import types as _types
 
 import numpy as np
 
+from ..errors import GpusimError
 from . import cg, libdevice, random, types
 from .launch import DEFAULT_GPU, Kernel, jit, trace_launch
 from .memory import DeviceNDArray, as_device_storage
@@ -195,6 +196,24 @@ class ExternFunction:
 
     def __repr__(self):
         return f"<gpusim.cuda foreign function {self.name} {self.sig}>"
+
+
+def _no_ptx(what):
+    def f(pyfunc, sig=None, *args, **kwargs):
+        name = getattr(pyfunc, "__name__", "?")
+        raise GpusimError(f"cuda.{what}({name!r}, ...): gpusim simulates the kernel's Python source and generates no "
+                          "PTX or cubin; the per-line instruction counts of the simulated SASS are in the trace "
+                          "(gpusim.cuda.trace_launch(kernel, grid, block, args) and its report)")
+    f.__name__ = what
+    f.__doc__ = f"numba-cuda's ``cuda.{what}``: importable; calling it is refused (gpusim generates no PTX)."
+    return f
+
+
+compile = _no_ptx("compile")
+compile_ptx = _no_ptx("compile_ptx")
+compile_for_current_device = _no_ptx("compile_for_current_device")
+compile_ptx_for_current_device = _no_ptx("compile_ptx_for_current_device")
+compile_all = _no_ptx("compile_all")
 
 
 def declare_device(name, sig, link=None, use_cooperative=False, abi="numba"):
