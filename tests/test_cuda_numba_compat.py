@@ -1533,3 +1533,19 @@ def test_compile_ptx_imports_and_is_refused_when_called():
     from gpusim.errors import GpusimError
     with pytest.raises(GpusimError, match="generates no PTX"):
         compile_ptx(_p6_no_grid.py_func, "void(float64[:])")
+
+
+def test_stream_callbacks_and_awaitable_streams():
+    import asyncio
+    s, seen = cuda.stream(), []
+    a = cuda.to_device(np.zeros(8), stream=s)
+    _p6_no_grid[1, 8, s](a)
+    s.add_callback(lambda stream, status, data: seen.append((stream is s, status, data)), "hi")
+    assert seen == [(True, 0, "hi")]
+
+    async def work():
+        return await cuda.stream().async_done(), await s.async_done()
+    assert asyncio.run(work())[1] is s
+    assert np.all(a.copy_to_host() == 1.0)
+    for st in (cuda.legacy_default_stream(), cuda.per_thread_default_stream(), cuda.external_stream(0)):
+        st.synchronize()

@@ -160,6 +160,14 @@ def detect() -> bool:
 
 
 class _Stream:
+    """A CUDA stream: launches and copies complete before they return, so its work is always done."""
+
+    def __int__(self):
+        return 0
+
+    def __repr__(self):
+        return "<gpusim CUDA stream (its work done as issued)>"
+
     def synchronize(self):
         pass
 
@@ -167,12 +175,36 @@ class _Stream:
         import contextlib
         return contextlib.nullcontext(self)
 
+    def add_callback(self, callback, arg=None):
+        """numba's ``Stream.add_callback``: ``callback(stream, status, arg)`` once the stream's work is done (now)."""
+        callback(self, 0, arg)
+
+    def async_done(self):
+        """numba's ``Stream.async_done``: an awaitable resolving to the stream once its work is done (already)."""
+        import asyncio
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(self)
+        return fut
+
 
 def stream():
     return _Stream()
 
 
 def default_stream():
+    return _Stream()
+
+
+def legacy_default_stream():
+    return _Stream()
+
+
+def per_thread_default_stream():
+    return _Stream()
+
+
+def external_stream(ptr):
+    """numba's ``cuda.external_stream(ptr)``: a stream another library made (its work is done as issued here)."""
     return _Stream()
 
 
