@@ -1549,3 +1549,34 @@ def test_stream_callbacks_and_awaitable_streams():
     assert np.all(a.copy_to_host() == 1.0)
     for st in (cuda.legacy_default_stream(), cuda.per_thread_default_stream(), cuda.external_stream(0)):
         st.synchronize()
+
+
+@cuda.jit
+def _p6_reshape(a, n, out, out3):
+    y = a.reshape((n, 6))                  # a runtime shape
+    z = a.reshape(2, -1, 3)                # dimensions as arguments; -1 inferred
+    i = cuda.grid(1)
+    if i < n:
+        for j in range(6):
+            out[i, j] = y[i, j] * 2
+    if i == 0:
+        for p in range(2):
+            for q in range(z.shape[1]):
+                for r in range(3):
+                    out3[p, q, r] = z[p, q, r] + 1
+
+
+@cuda.jit
+def _p6_reshape_strided(a, out):
+    out[0] = a[::2].reshape(3)[0]
+
+
+def test_reshape_of_a_contiguous_array_in_a_kernel():
+    a = np.arange(24.0)
+    out, out3 = np.zeros((4, 6)), np.zeros((2, 4, 3))
+    _p6_reshape[1, 8](a, 4, out, out3)
+    assert np.array_equal(out, a.reshape(4, 6) * 2) and np.array_equal(out3, a.reshape(2, 4, 3) + 1)
+    with pytest.raises(CompileError, match="reshape\\(\\) supports contiguous array only"):
+        _p6_reshape_strided[1, 1](np.arange(6.0), np.zeros(1))
+    d = cuda.to_device(np.zeros((3, 4), order="F"))
+    assert d.flags["F_CONTIGUOUS"] and not d.flags["C_CONTIGUOUS"]

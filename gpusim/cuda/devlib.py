@@ -250,6 +250,8 @@ class DeviceLibrary:
                 raise self._err(CompileError, f"Changing the dtype of a 0d array is only supported if the itemsize "
                                 f"is unchanged ({src}.view({dt}))", line)
             return V(obj.v.view(dt), obj.deps, obj.const)      # a bit cast: no instruction
+        if isinstance(obj, ARRAYS) and name == "reshape" and args:
+            return self.view_reshape(obj, args, line)
         if isinstance(obj, ARRAYS) and name == "sum" and not args:
             return self.array_sum(obj, line)
         if type(obj) is V and name == "bit_count" and not args and np.asarray(obj.v).dtype.kind in "iu":
