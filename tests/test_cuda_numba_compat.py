@@ -1580,3 +1580,36 @@ def test_reshape_of_a_contiguous_array_in_a_kernel():
         _p6_reshape_strided[1, 1](np.arange(6.0), np.zeros(1))
     d = cuda.to_device(np.zeros((3, 4), order="F"))
     assert d.flags["F_CONTIGUOUS"] and not d.flags["C_CONTIGUOUS"]
+
+
+class _P6Req(__import__("enum").IntEnum):
+    not_found = 404
+    internal = 500
+
+
+class _P6Color(__import__("enum").Enum):
+    red = 1
+    green = 2
+
+
+@cuda.jit
+def _p6_enums(x, c, flag, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        if x[i] > _P6Req.internal:                     # an IntEnum member is an int64
+            out[i, 0] = x[i] - _P6Req.not_found
+        else:
+            out[i, 0] = x[i] + _P6Req["internal"]
+        out[i, 1] = c == _P6Color.green                 # an Enum member argument compares by value
+        out[i, 2] = _P6Color.green.value
+        h = 1.5
+        out[i, 3] = (flag is True) + 2 * (x[i] is x[0]) + 4 * (x[i] is h)   # numba's generic `is`
+
+
+def test_enum_members_in_kernels_and_is_between_numbers():
+    x = np.array([300, 450, 550, 600], np.int64)
+    out = np.zeros((4, 4), np.int64)
+    _p6_enums[1, 4](x, _P6Color.green, True, out)
+    assert list(out[:, 0]) == [800, 950, 146, 196]
+    assert list(out[:, 1]) == [1] * 4 and list(out[:, 2]) == [2] * 4
+    assert list(out[:, 3]) == [3, 1, 1, 1]

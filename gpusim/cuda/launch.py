@@ -21,6 +21,8 @@ tests/test_cuda_calibration.py holds it there).  ``meta["registers"]`` records e
 """
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from .. import trace as trace_mod
@@ -133,6 +135,8 @@ def _wrap_pointer(ck, name, a, t):
 
 
 def _wrap_arg(ck, name, a):
+    if isinstance(a, enum.Enum):                  # numba passes an enum member as its value (IntEnum: int64)
+        a = np.int64(int(a)) if isinstance(a, int) else a.value
     if isinstance(a, (bool, np.bool_)):
         return R.V(np.bool_(a), (), False)
     if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
@@ -466,8 +470,12 @@ class Kernel:
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
         """numba's ``kernel.forall(n)(*args)``: enough blocks to cover ``n`` threads.  numba asks the driver for
         the block size of highest occupancy; this uses ``FORALL_BLOCK`` threads unless ``tpb`` is given."""
+        if int(ntasks) < 0:
+            raise ValueError(f"Can't create ForAll with negative task count: {ntasks}")
+        if int(ntasks) == 0:                 # numba launches nothing
+            return lambda *args: None
         tpb = tpb or FORALL_BLOCK
-        return _Launcher(self, max(1, -(-int(ntasks) // tpb)), tpb, sharedmem)
+        return _Launcher(self, -(-int(ntasks) // tpb), tpb, sharedmem)
 
     def __call__(self, *args, **kw):
         if self.device:

@@ -145,6 +145,9 @@ class ExpressionRewriter:
         if t is ast.IfExp:
             return _rt("ifexp", self.expr(n.test), _lam(self.expr(n.body)), _lam(self.expr(n.orelse)), _c(line))
         if t is ast.Subscript:
+            tag = self.static(n) if isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str) else None
+            if tag is not None:                              # Color["red"]: an enum member
+                return self.value_of(tag, n)
             if _contains([n.slice], (ast.Slice,)) or any(isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis)
                                                          for e in ast.walk(n.slice)):
                 # a slicing subscript: its source names the view it makes in messages

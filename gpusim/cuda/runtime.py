@@ -49,6 +49,7 @@ import numpy as np
 from ..errors import UnsupportedConstruct
 from ..trace import WARP, Op, OpTable
 from .arith import MATH_FUNCTIONS, Arith
+from .complexmath import ComplexMath
 from .atomics import Atomics
 from .control import Control, Frame
 from .devlib import DeviceLibrary
@@ -137,7 +138,7 @@ class Launch:
 
 # ---- the chunk ----------------------------------------------------------------------------------------------
 
-class Chunk(Recording, Arith, Control, Indexing, Views, Records, Vectors, MemoryAccess, Atomics, WarpOps,
+class Chunk(Recording, Arith, ComplexMath, Control, Indexing, Views, Records, Vectors, MemoryAccess, Atomics, WarpOps,
             DeviceLibrary):
     """``_rt`` of the rewritten kernel: executes ``C`` consecutive CTAs in lockstep and records their trace."""
 
