@@ -1613,3 +1613,41 @@ def test_enum_members_in_kernels_and_is_between_numbers():
     assert list(out[:, 0]) == [800, 950, 146, 196]
     assert list(out[:, 1]) == [1] * 4 and list(out[:, 2]) == [2] * 4
     assert list(out[:, 3]) == [3, 1, 1, 1]
+
+
+@cuda.jit
+def _p6_aligned(out):
+    a = cuda.shared.array(3, dtype=np.int8)
+    s = cuda.shared.array((2, 4), dtype=np.float32, alignment=256)
+    loc = cuda.local.array(5, np.int32, 64)
+    i = cuda.threadIdx.x
+    s[i // 4, i % 4] = i
+    loc[0] = i
+    a[0] = 1
+    cuda.syncthreads()
+    out[i] = s[(7 - i) // 4, (7 - i) % 4] + loc[0] + a[0]
+
+
+@cuda.jit
+def _p6_misaligned(out):
+    s = cuda.shared.array(4, dtype=np.float32, alignment=12)
+    out[0] = s[0]
+
+
+def test_array_alignment_and_forall_of_no_work():
+    out = np.zeros(8, np.float32)
+    _p6_aligned[1, 8](out)
+    assert list(out) == [8.0] * 8
+    assert compile_kernel_slots(_p6_aligned) == [0, 256]          # the aligned array starts at byte 256
+    with pytest.raises(CompileError, match="Alignment must be a power of 2"):
+        _p6_misaligned[1, 1](np.zeros(1, np.float32))
+    a = np.zeros(4)
+    _p6_no_grid.forall(0)(a)                                       # numba launches nothing
+    assert not a.any()
+    with pytest.raises(ValueError, match="negative task count"):
+        _p6_no_grid.forall(-1)
+
+
+def compile_kernel_slots(kernel):
+    from gpusim.cuda.compiler import compile_kernel
+    return [s.offset for s in compile_kernel(kernel).shared_slots]

@@ -58,7 +58,6 @@ from .types import (b1, boolean, bool_, complex64, complex128, double, f2, f4, f
                     uint16, uint32, uint64, uintp, void)
 
 reduce = Reduce
-from .vectorizers import guvectorize, vectorize    # noqa: E402 - numba-cuda's cuda.vectorize / cuda.guvectorize
 from .vectors import STUBS as _VECTOR_STUBS        # noqa: E402 - cuda.float32x4, cuda.float4 ... (numba-cuda's)
 globals().update(_VECTOR_STUBS)
 _reduction.register_package(sys.modules[__name__])

@@ -259,10 +259,10 @@ class ExpressionRewriter:
 
     def _array_decl(self, n, space):
         args = {}
-        names = ["shape", "dtype"]
+        names = ["shape", "dtype", "alignment"]
         for i, a in enumerate(n.args):
-            if i >= 2:
-                raise self.compile_error(f"cuda.{space}.array takes (shape, dtype)", n)
+            if i >= 3:
+                raise self.compile_error(f"cuda.{space}.array takes (shape, dtype, alignment=None)", n)
             args[names[i]] = a
         for kw in n.keywords:
             if kw.arg not in names:
@@ -312,9 +312,30 @@ class ExpressionRewriter:
         dynamic = space == "shared" and (shape == (0,))
         if any(s < 0 for s in shape) or (space == "local" and any(s == 0 for s in shape)):
             raise self.compile_error(f"cuda.{space}.array shape {shape} is invalid (array length <= 0)", n)
+        align = self._array_alignment(args.get("alignment"), space, n)
         name = self.assign_target or f"{space}_array@{n.lineno}"
-        slot = self.ctx.add_slot(space, name, shape, dtype, dynamic)
+        slot = self.ctx.add_slot(space, name, shape, dtype, dynamic, align)
         return _rt("shared_array" if space == "shared" else "local_array", self.k(slot), _c(n.lineno))
+
+    def _array_alignment(self, e, space, n):
+        """``alignment=`` of a shared / local array: None or a constant power of two, a multiple of 8 (numba-cuda's
+        checks, with its messages); the array's byte offset is aligned to it."""
+        if e is None:
+            return None
+        try:
+            a = self.static_eval(e)
+        except CompileError:
+            a = self._local_constant(e)
+        if a is None:
+            return None
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise self.compile_error(f"cuda.{space}.array: alignment must be a constant integer", n)
+        a = int(a)
+        msg = "Alignment must be positive" if a <= 0 else "Alignment must be a power of 2" if a & (a - 1) else \
+            "Alignment must be a multiple of 8" if a % 8 else None
+        if msg is not None:
+            raise self.compile_error(f"cuda.{space}.array: {msg}", n)
+        return a
 
     def call(self, n):
         line = n.lineno
