@@ -94,6 +94,20 @@ def test_a_gufunc_with_scalar_core_dimensions():
     assert len(s.reports) == 1 and list(s.reports[0].context["grid"]) == [1, 1, 1]
 
 
+def test_a_scalar_core_input_declared_as_an_array_is_a_one_element_array():
+    def add_first(x, y, res):                      # the old style: "()" for y, declared int32[:], read as y[0]
+        for i in range(x.shape[0]):
+            res[i] = x[i] + y[0]
+    g = vectorizers.CUDAGUFuncVectorize(add_first, "(n),()->(n)")
+    g.add("void(int32[:], int32[:], int32[:])")
+    gu = g.build_ufunc()
+    a = np.array([1, 2, 3, 4] * 2, dtype=np.int32).reshape(2, 4)
+    b = np.array([2, 10], dtype=np.int32)
+    res = np.zeros((2, 4), np.int32)
+    gu(a, b, out=res)
+    assert np.array_equal(res, a + b[:, None])
+
+
 def test_numba_type_objects_as_ufunc_signatures_and_a_ufunc_called_in_a_kernel_is_refused():
     nb = pytest.importorskip("numba")
     from gpusim.errors import CompileError

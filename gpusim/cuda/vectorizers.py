@@ -223,6 +223,9 @@ class _GUFunc:
                                 f"layout {layout!r} {nargs}")
             dts = [_dtype_of(t) for t in sig.args]
             self._loops.append((dts[:len(self._ins)], dts[len(self._ins):]))
+            # an input of core shape () declared as an array (old style: "(n),()->(n)" with int32[:]): numba
+            # passes it as a 1-element array
+            self._scalar_as_array = [isinstance(t, Array) and not core for t, core in zip(sig.args, self._ins)]
         if not self._loops:
             raise TypeError(f"@guvectorize(target='cuda') on {func.__name__!r} needs its signatures")
         if not 2 <= nargs <= _MAX_ARGS:
@@ -257,8 +260,10 @@ class _GUFunc:
         loop = np.broadcast_shapes(*loop_shapes)
         n = int(np.prod(loop, dtype=np.int64))
         dev_args = []
-        for a, core, t in zip(arrs, self._ins, ins):
+        for a, core, t, as_arr in zip(arrs, self._ins, ins, self._scalar_as_array):
             full = np.broadcast_to(a, loop + a.shape[a.ndim - len(core):]).astype(t, copy=False)
+            if as_arr:
+                full = full.reshape(full.shape + (1,))
             dev_args.append(cuda.to_device(np.ascontiguousarray(full).reshape((max(n, 1),) + full.shape[len(loop):])
                                            if n else np.zeros((1,) + full.shape[len(loop):], t)))
         res = []
