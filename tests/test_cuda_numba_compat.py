@@ -1549,6 +1549,7 @@ def test_stream_callbacks_and_awaitable_streams():
     assert np.all(a.copy_to_host() == 1.0)
     for st in (cuda.legacy_default_stream(), cuda.per_thread_default_stream(), cuda.external_stream(0)):
         st.synchronize()
+    assert int(cuda.external_stream(0x1234).handle) == 0x1234 and cuda.stream().handle.value == 0
 
 
 @cuda.jit

@@ -160,10 +160,14 @@ def detect() -> bool:
 
 
 class _Stream:
-    """A CUDA stream: launches and copies complete before they return, so its work is always done."""
+    """A CUDA stream: launches and copies complete before they return, so its work is always done.  ``handle``:
+    the stream's handle (0, or the pointer an external stream was made from)."""
+
+    def __init__(self, handle=0):
+        self.handle = _StreamHandle(int(handle))
 
     def __int__(self):
-        return 0
+        return int(self.handle)
 
     def __repr__(self):
         return "<gpusim CUDA stream (its work done as issued)>"
@@ -187,6 +191,14 @@ class _Stream:
         return fut
 
 
+class _StreamHandle(int):
+    """A stream's handle (numba's: ``int(stream.handle)``, ``stream.handle.value``)."""
+
+    @property
+    def value(self):
+        return int(self)
+
+
 def stream():
     return _Stream()
 
@@ -205,7 +217,7 @@ def per_thread_default_stream():
 
 def external_stream(ptr):
     """numba's ``cuda.external_stream(ptr)``: a stream another library made (its work is done as issued here)."""
-    return _Stream()
+    return _Stream(ptr)
 
 
 def reference_run(kernel, grid, block, args, shared_bytes=0):
