@@ -108,6 +108,23 @@ def test_a_scalar_core_input_declared_as_an_array_is_a_one_element_array():
     assert np.array_equal(res, a + b[:, None])
 
 
+def test_a_ufunc_signature_without_a_return_type_gets_the_one_numba_infers():
+    pytest.importorskip("numba")
+
+    def suppress(values, threshold):                 # int16 and 0.0 returned: numba unifies them to float64
+        if abs(values) >= threshold:
+            return values
+        else:
+            return 0.0
+    v = vectorizers.CUDAVectorize(suppress)
+    for sg in ("(int16, int16)", "(float32, float32)"):
+        v.add(sg)
+    uf = v.build_ufunc()
+    x = np.array([-70, 10, 60, -5], np.int16)
+    r = uf(x, np.int16(50))
+    assert r.dtype == np.float64 and list(r) == [-70.0, 0.0, 60.0, 0.0]
+
+
 def test_numba_type_objects_as_ufunc_signatures_and_a_ufunc_called_in_a_kernel_is_refused():
     nb = pytest.importorskip("numba")
     from gpusim.errors import CompileError

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LaunchError
-from .types import Array, parse_signature
+from .types import Array, NoneType, parse_signature
 
 _MAX_ARGS = 6
 
@@ -102,6 +102,22 @@ def _dtype_of(t) -> np.dtype:
     return np.dtype(t.dtype)
 
 
+def _inferred_return(func, ins) -> np.dtype:
+    """The return type of a ufunc signature given without one (``'(int16, int16)'``): numba infers it by typing
+    the function for the arguments (its returns unified); here numba's own typing does it (its CPU compiler, the
+    same typing rules), where numba is installed and the function compiles for the CPU."""
+    try:
+        import numba
+        from numba.np.numpy_support import as_dtype, from_dtype
+        disp = numba.njit(tuple(from_dtype(d) for d in ins))(func)
+        return np.dtype(as_dtype(disp.nopython_signatures[0].return_type))
+    except Exception as e:                       # noqa: BLE001 - numba missing, or the function is CUDA-only
+        raise TypeError(f"@vectorize(target='cuda') on {func.__name__!r}: the signature "
+                        f"({', '.join(map(str, ins))}) has no return type and gpusim could not infer it "
+                        f"({type(e).__name__}: {str(e)[:200]}); write it as 'float64({', '.join(map(str, ins))})'") \
+            from None
+
+
 #: a Python scalar argument goes with any loop of these kinds (numpy's "weak" scalars, NEP 50)
 _WEAK = {bool: "b", int: "biuf", float: "fc", complex: "c"}
 
@@ -150,7 +166,10 @@ class _UFunc:
         self._loops = []
         for s in sigs:
             sig = parse_signature(s)
-            self._loops.append(([_dtype_of(t) for t in sig.args], [_dtype_of(sig.return_type)]))
+            ins = [_dtype_of(t) for t in sig.args]
+            ret = sig.return_type              # none: '(int16, int16)', the arguments alone
+            none = ret is None or isinstance(ret, NoneType) or str(ret) == "none"
+            self._loops.append((ins, [_inferred_return(func, ins) if none else _dtype_of(ret)]))
         if not self._loops:
             raise TypeError(f"@vectorize(target='cuda') on {func.__name__!r} needs its signatures "
                             "(['float32(float32, float32)', ...])")
