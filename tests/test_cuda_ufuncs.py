@@ -125,6 +125,23 @@ def test_a_ufunc_signature_without_a_return_type_gets_the_one_numba_infers():
     assert r.dtype == np.float64 and list(r) == [-70.0, 0.0, 60.0, 0.0]
 
 
+def test_a_gufunc_signature_of_numba_array_types():
+    numba = pytest.importorskip("numba")
+    f8 = numba.float64
+
+    def norms(point, rows, res):                   # "(i),(j,k)->()" declared (float64[:], float64[:, :], float64[:])
+        s = 0.0
+        for r in rows:                             # iterating a 2-d array: its rows
+            s += (r[0] - point[0]) ** 2 + (r[1] - point[1]) ** 2
+        res[0] = s
+    g = vectorizers.CUDAGUFuncVectorize(norms, "(i),(j,k)->()")
+    g.add((f8[:], f8[:, :], f8[:]))
+    gu = g.build_ufunc()
+    pts, rows = np.arange(6.0).reshape(3, 2), np.arange(8.0).reshape(4, 2)
+    got = gu(pts, rows)
+    assert np.allclose(got, [((rows - p) ** 2).sum() for p in pts])
+
+
 def test_numba_type_objects_as_ufunc_signatures_and_a_ufunc_called_in_a_kernel_is_refused():
     nb = pytest.importorskip("numba")
     from gpusim.errors import CompileError

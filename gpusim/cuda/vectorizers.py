@@ -96,7 +96,7 @@ def _gufunc_kernel(dev, nargs: int):
 def _dtype_of(t) -> np.dtype:
     if isinstance(t, Array):
         t = t.dtype
-    if not hasattr(t, "dtype") and type(t).__module__.startswith("numba"):   # numba's own types (from numba import float64)
+    if (type(t).__module__ or "").startswith("numba"):   # numba's own types (from numba import float64; float64[:])
         from numba.np.numpy_support import as_dtype
         return np.dtype(as_dtype(getattr(t, "dtype", t)))
     return np.dtype(t.dtype)
@@ -244,7 +244,8 @@ class _GUFunc:
             self._loops.append((dts[:len(self._ins)], dts[len(self._ins):]))
             # an input of core shape () declared as an array (old style: "(n),()->(n)" with int32[:]): numba
             # passes it as a 1-element array
-            self._scalar_as_array = [isinstance(t, Array) and not core for t, core in zip(sig.args, self._ins)]
+            self._scalar_as_array = [(isinstance(t, Array) or getattr(t, "ndim", 0) >= 1 and not isinstance(t, np.dtype))
+                                     and not core for t, core in zip(sig.args, self._ins)]
         if not self._loops:
             raise TypeError(f"@guvectorize(target='cuda') on {func.__name__!r} needs its signatures")
         if not 2 <= nargs <= _MAX_ARGS:
