@@ -1652,3 +1652,24 @@ def test_array_alignment_and_forall_of_no_work():
 def compile_kernel_slots(kernel):
     from gpusim.cuda.compiler import compile_kernel
     return [s.offset for s in compile_kernel(kernel).shared_slots]
+
+
+@cuda.jit
+def _p6_float_to_int(f, o64, o32, i32, st):
+    i = cuda.grid(1)
+    if i < f.size:
+        o64[i] = cuda.uint64(f[i])
+        o32[i] = cuda.uint32(f[i])
+        i32[i] = cuda.int32(f[i])
+        st[i] = f[i] * 2.0                 # a float stored into an int32 array: the same conversion
+
+
+def test_float_to_integer_conversions_clamp_as_the_gpu_does():
+    f = np.array([3e19, -5.0, np.nan, 2.0 ** 32, 2.5e9, -3e9, 7.9])
+    o64, o32 = np.zeros(7, np.uint64), np.zeros(7, np.uint32)
+    i32, st = np.zeros(7, np.int32), np.zeros(7, np.int32)
+    _p6_float_to_int[1, 8](f, o64, o32, i32, st)
+    assert [int(x) for x in o64] == [2 ** 64 - 1, 0, 0, 2 ** 32, 2500000000, 0, 7]
+    assert [int(x) for x in o32] == [2 ** 32 - 1, 0, 0, 2 ** 32 - 1, 2500000000, 0, 7]
+    assert [int(x) for x in i32] == [2 ** 31 - 1, -5, 0, 2 ** 31 - 1, 2 ** 31 - 1, -2 ** 31, 7]
+    assert [int(x) for x in st] == [2 ** 31 - 1, -10, 0, 2 ** 31 - 1, 2 ** 31 - 1, -2 ** 31, 15]

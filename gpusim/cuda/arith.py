@@ -16,7 +16,7 @@ from ..errors import CompileError, UnsupportedConstruct
 from . import costs as C_
 from .valnum import log2_const, numbered, operand_key, provenance, remember
 from .values import (ARRAYS, BOOL, EMPTY, F16, F32, F64, I32, I64, U32, U64, ArrayView, V, _fix, _union, arith_type,
-                     const, short, unify)
+                     const, convert, short, unify)
 
 
 def _narrow_dtype(dt: np.dtype) -> str:
@@ -156,7 +156,7 @@ class Arith:
                 if k not in self._cvt_seen:          # a value is converted once (CSE, hoisted out of loops)
                     self._cvt_seen.add(k)
                     self._rec(("cvt", a, b), line, v.deps)
-        return x.astype(dt)
+        return convert(x, dt)
 
     def truth(self, c, line) -> V:
         c = self._val(c, line)
@@ -436,7 +436,7 @@ class Arith:
         n0 = len(self.ops)
         if self.recording and not x.const and self.mask is not EMPTY:
             self._cvt(x, dt, line)
-        return V(_fix(x.v.astype(dt)), self._out(x.deps, n0), x.const)
+        return V(_fix(convert(x.v, dt)), self._out(x.deps, n0), x.const)
 
     def builtin_num(self, kind, x, line) -> V:
         """``int(x)`` / ``float(x)``: integers (floats) keep their type, others convert to int64 (float64)."""
