@@ -48,8 +48,8 @@ def _user_frame(exc: BaseException, kernel_file: str) -> tuple[str, int, str] | 
         a = os.path.abspath(fn)
         if a == target:
             return fn, fs.lineno or 0, fs.name
-        if a == _TORCH_STAND_IN and fs.name == "__torch_function__":
-            continue                                  # torch's own call, passed through the torch stand-in
+        if a == _TORCH_STAND_IN and fs.name in ("__torch_function__", "import_"):
+            continue                    # torch's own call, or the script's import, passed through the torch stand-in
         if a.startswith(_GPUSIM_DIR + os.sep):
             return None
         if a.startswith(_LIB_DIRS) or "site-packages" in a or "dist-packages" in a:

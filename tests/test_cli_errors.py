@@ -117,6 +117,12 @@ def test_exception_at_import_names_the_users_line(tmp_path):
     user_error(run_cli(tmp_path, "run", f), "imp.py:2", "at import", "No module named 'no_such_module_xyz'")
 
 
+def test_missing_module_in_a_script_names_the_users_line(tmp_path):
+    # a script (no launch()) runs under the torch stand-in's import hook: the hook's frame is passed over
+    f = write(tmp_path, "simp.py", "from numba import cuda\nimport no_such_module_xyz\n")
+    user_error(run_cli(tmp_path, "run", f), "simp.py:2", "at import", "No module named 'no_such_module_xyz'")
+
+
 def test_exception_in_launch_names_the_users_frame(tmp_path):
     f = write(tmp_path, "boom.py", """\
         import numpy as np

@@ -1386,3 +1386,290 @@ def test_a_variable_read_before_its_first_assignment_is_refused_as_numba_refuses
                                            r"defined\.") as e:
         _p5_read_before_assign[1, 1](np.zeros(4), 4)
     assert e.value.line == _p5_read_before_assign.py_func.__code__.co_firstlineno + 3     # the x = ... line
+
+
+# ---- probe round 6: numba-cuda's own test suite (tests/cudapy) ---------------------------------------------------
+
+@cuda.jit("int32(int32, int32)", device=True)
+def _p6_pack(hi, lo):
+    return ((hi & 0xFF) << 8) | (lo & 0xFF)        # bitwise: only if the float arguments became int32
+
+
+@cuda.jit("float32(float32)", device=True)
+def _p6_half(x):
+    return x / 3
+
+
+@cuda.jit
+def _p6_declared_calls(f, packed, thirds):
+    i = cuda.grid(1)
+    if i < f.size:
+        packed[i] = _p6_pack(f[i], f[i] + 1.5)     # float64 arguments converted to int32 (truncated)
+        thirds[i] = _p6_half(x=i)                  # an int64 keyword argument to float32; the result float32
+
+
+def test_a_device_function_declared_with_a_signature_converts_its_arguments_and_result():
+    f = np.array([1.7, 2.2, 300.9, 7.0])
+    packed, thirds = np.zeros(4, np.int64), np.zeros(4)
+    _p6_declared_calls[1, 4](f, packed, thirds)
+    hi, lo = f.astype(np.int32), (f + 1.5).astype(np.int32)
+    assert list(packed) == list(((hi & 0xFF) << 8) | (lo & 0xFF))
+    assert np.array_equal(thirds, (np.arange(4, dtype=np.float32) / np.float32(3)).astype(np.float64))
+
+
+def test_a_device_function_launched_as_a_kernel_is_refused_as_numba_refuses_it():
+    with pytest.raises(RuntimeError, match="Cannot compile a device function as a kernel"):
+        _p6_half[1, 1](np.float32(1))
+
+
+@cuda.jit
+def _p6_grid_sum(a, out):
+    g = cuda.cg.this_grid()
+    i = cuda.grid(1)
+    if i < a.size:
+        cuda.atomic.add(out, 0, a[i])
+    g.sync()
+    if i < a.size:
+        a[i] = out[0]
+
+
+@cuda.jit
+def _p6_no_grid(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] += 1
+
+
+def test_an_overload_says_whether_it_is_cooperative():
+    a, out = np.arange(8.0), np.zeros(1)
+    _p6_grid_sum[2, 4](a, out)
+    assert np.all(a == 28.0)
+    _p6_no_grid[1, 8](a)
+    assert [o.cooperative for o in _p6_grid_sum.overloads.values()] == [True]
+    assert [o.cooperative for o in _p6_no_grid.overloads.values()] == [False]
+
+
+@cuda.jit(device=True)
+def _p6_scaled(v, s):
+    return cuda.float32x3(v.x * s, v.y * s, v.z * s)
+
+
+@cuda.jit
+def _p6_vectors(a, out, iout):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        xy = cuda.float2(a[i, 0], a[i, 1])                   # an alias of float32x2
+        v = cuda.float32x3(xy, a[i, 2])                      # a vector and a scalar make a float32x3
+        if i % 2 == 0:
+            v = _p6_scaled(v, 2.0)                           # returned from a device function, on some lanes
+        out[i, 0], out[i, 1], out[i, 2] = v.x, v.y, v.z
+        w = cuda.int32x4(i, i + 1, cuda.int2(2, 3.7))        # 3.7 converted to int32
+        s = 0
+        for u in tuple((w, cuda.int4(1, 1, 1, 1))):         # a tuple of vectors iterated
+            s += u.x + u.y + u.z + u.w
+        iout[i] = s
+
+
+@cuda.jit
+def _p6_vector_indexed(out):
+    v = cuda.float32x2(1.0, 2.0)
+    out[0] = v[0]
+
+
+def test_cuda_vector_types_as_numba_cuda_has_them():
+    a = np.random.default_rng(6).random((8, 3)).astype(np.float32)
+    out, iout = np.zeros_like(a), np.zeros(8, np.int64)
+    _p6_vectors[1, 8](a, out, iout)
+    exp = a.copy()
+    exp[::2] *= 2
+    assert np.array_equal(out, exp)
+    assert list(iout) == [2 * i + 1 + 5 + 4 for i in range(8)]
+    assert repr(cuda.float4) == "<gpusim.cuda vector type float32x4>" and cuda.double2 is cuda.float64x2
+    with pytest.raises(CompileError, match=r"getitem\(float32x2"):
+        _p6_vector_indexed[1, 1](np.zeros(1))
+
+
+_P6Point = __import__("collections").namedtuple("_P6Point", ("x", "y"))
+
+
+@cuda.jit
+def _p6_point_args(r, p, q):
+    i = cuda.grid(1)
+    if i < r.size:
+        r[i] = p.x * i + p.y + q.y          # fields by name; q's of mixed types
+
+
+def test_a_namedtuple_argument_has_its_fields_by_name_and_the_like_host_arrays():
+    r = np.zeros(4)
+    _p6_point_args[1, 4](r, _P6Point(2, 3), _P6Point(1, 0.5))
+    assert list(r) == [2 * i + 3.5 for i in range(4)]
+    key, = _p6_point_args.overloads
+    assert str(key[1]) == "_P6Point(int64, int64)"
+    x = np.asfortranarray(np.ones((3, 2), np.int16))
+    for a in (cuda.mapped_array_like(x), cuda.pinned_array_like(x)):
+        assert a.shape == (3, 2) and a.dtype == np.int16 and a.flags.f_contiguous and not a.any()
+
+
+@cuda.jit
+def _p6_nested_iterators(x, y, out):
+    s = 0.0
+    for i, (xv, yv) in enumerate(zip(x, y)):
+        s += i * xv + yv
+    for (j, xv), yv in zip(enumerate(x), range(10, 20)):
+        s += j * yv - xv
+    out[0] = s
+
+
+def test_enumerate_of_zip_and_zip_of_enumerate_iterate_in_lockstep():
+    x, y, out = np.array([3.0, 1.0, 4.0, 1.0, 5.0]), np.array([2.0, 7.0, 1.0]), np.zeros(1)
+    _p6_nested_iterators[1, 1](x, y, out)
+    exp = sum(i * a + b for i, (a, b) in enumerate(zip(x, y))) + \
+        sum(j * b - a for (j, a), b in zip(enumerate(x), range(10, 20)))
+    assert out[0] == exp
+
+
+def test_compile_ptx_imports_and_is_refused_when_called():
+    from gpusim.cuda import compile_ptx
+    from gpusim.errors import GpusimError
+    with pytest.raises(GpusimError, match="generates no PTX"):
+        compile_ptx(_p6_no_grid.py_func, "void(float64[:])")
+
+
+def test_stream_callbacks_and_awaitable_streams():
+    import asyncio
+    s, seen = cuda.stream(), []
+    a = cuda.to_device(np.zeros(8), stream=s)
+    _p6_no_grid[1, 8, s](a)
+    s.add_callback(lambda stream, status, data: seen.append((stream is s, status, data)), "hi")
+    assert seen == [(True, 0, "hi")]
+
+    async def work():
+        return await cuda.stream().async_done(), await s.async_done()
+    assert asyncio.run(work())[1] is s
+    assert np.all(a.copy_to_host() == 1.0)
+    for st in (cuda.legacy_default_stream(), cuda.per_thread_default_stream(), cuda.external_stream(0)):
+        st.synchronize()
+    assert int(cuda.external_stream(0x1234).handle) == 0x1234 and cuda.stream().handle.value == 0
+
+
+@cuda.jit
+def _p6_reshape(a, n, out, out3):
+    y = a.reshape((n, 6))                  # a runtime shape
+    z = a.reshape(2, -1, 3)                # dimensions as arguments; -1 inferred
+    i = cuda.grid(1)
+    if i < n:
+        for j in range(6):
+            out[i, j] = y[i, j] * 2
+    if i == 0:
+        for p in range(2):
+            for q in range(z.shape[1]):
+                for r in range(3):
+                    out3[p, q, r] = z[p, q, r] + 1
+
+
+@cuda.jit
+def _p6_reshape_strided(a, out):
+    out[0] = a[::2].reshape(3)[0]
+
+
+def test_reshape_of_a_contiguous_array_in_a_kernel():
+    a = np.arange(24.0)
+    out, out3 = np.zeros((4, 6)), np.zeros((2, 4, 3))
+    _p6_reshape[1, 8](a, 4, out, out3)
+    assert np.array_equal(out, a.reshape(4, 6) * 2) and np.array_equal(out3, a.reshape(2, 4, 3) + 1)
+    with pytest.raises(CompileError, match="reshape\\(\\) supports contiguous array only"):
+        _p6_reshape_strided[1, 1](np.arange(6.0), np.zeros(1))
+    d = cuda.to_device(np.zeros((3, 4), order="F"))
+    assert d.flags["F_CONTIGUOUS"] and not d.flags["C_CONTIGUOUS"]
+
+
+class _P6Req(__import__("enum").IntEnum):
+    not_found = 404
+    internal = 500
+
+
+class _P6Color(__import__("enum").Enum):
+    red = 1
+    green = 2
+
+
+@cuda.jit
+def _p6_enums(x, c, flag, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        if x[i] > _P6Req.internal:                     # an IntEnum member is an int64
+            out[i, 0] = x[i] - _P6Req.not_found
+        else:
+            out[i, 0] = x[i] + _P6Req["internal"]
+        out[i, 1] = c == _P6Color.green                 # an Enum member argument compares by value
+        out[i, 2] = _P6Color.green.value
+        h = 1.5
+        out[i, 3] = (flag is True) + 2 * (x[i] is x[0]) + 4 * (x[i] is h)   # numba's generic `is`
+
+
+def test_enum_members_in_kernels_and_is_between_numbers():
+    x = np.array([300, 450, 550, 600], np.int64)
+    out = np.zeros((4, 4), np.int64)
+    _p6_enums[1, 4](x, _P6Color.green, True, out)
+    assert list(out[:, 0]) == [800, 950, 146, 196]
+    assert list(out[:, 1]) == [1] * 4 and list(out[:, 2]) == [2] * 4
+    assert list(out[:, 3]) == [3, 1, 1, 1]
+
+
+@cuda.jit
+def _p6_aligned(out):
+    a = cuda.shared.array(3, dtype=np.int8)
+    s = cuda.shared.array((2, 4), dtype=np.float32, alignment=256)
+    loc = cuda.local.array(5, np.int32, 64)
+    i = cuda.threadIdx.x
+    s[i // 4, i % 4] = i
+    loc[0] = i
+    a[0] = 1
+    cuda.syncthreads()
+    out[i] = s[(7 - i) // 4, (7 - i) % 4] + loc[0] + a[0]
+
+
+@cuda.jit
+def _p6_misaligned(out):
+    s = cuda.shared.array(4, dtype=np.float32, alignment=12)
+    out[0] = s[0]
+
+
+def test_array_alignment_and_forall_of_no_work():
+    out = np.zeros(8, np.float32)
+    _p6_aligned[1, 8](out)
+    assert list(out) == [8.0] * 8
+    assert compile_kernel_slots(_p6_aligned) == [0, 256]          # the aligned array starts at byte 256
+    with pytest.raises(CompileError, match="Alignment must be a power of 2"):
+        _p6_misaligned[1, 1](np.zeros(1, np.float32))
+    a = np.zeros(4)
+    _p6_no_grid.forall(0)(a)                                       # numba launches nothing
+    assert not a.any()
+    with pytest.raises(ValueError, match="negative task count"):
+        _p6_no_grid.forall(-1)
+
+
+def compile_kernel_slots(kernel):
+    from gpusim.cuda.compiler import compile_kernel
+    return [s.offset for s in compile_kernel(kernel).shared_slots]
+
+
+@cuda.jit
+def _p6_float_to_int(f, o64, o32, i32, st):
+    i = cuda.grid(1)
+    if i < f.size:
+        o64[i] = cuda.uint64(f[i])
+        o32[i] = cuda.uint32(f[i])
+        i32[i] = cuda.int32(f[i])
+        st[i] = f[i] * 2.0                 # a float stored into an int32 array: the same conversion
+
+
+def test_float_to_integer_conversions_clamp_as_the_gpu_does():
+    f = np.array([3e19, -5.0, np.nan, 2.0 ** 32, 2.5e9, -3e9, 7.9])
+    o64, o32 = np.zeros(7, np.uint64), np.zeros(7, np.uint32)
+    i32, st = np.zeros(7, np.int32), np.zeros(7, np.int32)
+    _p6_float_to_int[1, 8](f, o64, o32, i32, st)
+    assert [int(x) for x in o64] == [2 ** 64 - 1, 0, 0, 2 ** 32, 2500000000, 0, 7]
+    assert [int(x) for x in o32] == [2 ** 32 - 1, 0, 0, 2 ** 32 - 1, 2500000000, 0, 7]
+    assert [int(x) for x in i32] == [2 ** 31 - 1, -5, 0, 2 ** 31 - 1, 2 ** 31 - 1, -2 ** 31, 7]
+    assert [int(x) for x in st] == [2 ** 31 - 1, -10, 0, 2 ** 31 - 1, 2 ** 31 - 1, -2 ** 31, 15]

@@ -94,6 +94,54 @@ def test_a_gufunc_with_scalar_core_dimensions():
     assert len(s.reports) == 1 and list(s.reports[0].context["grid"]) == [1, 1, 1]
 
 
+def test_a_scalar_core_input_declared_as_an_array_is_a_one_element_array():
+    def add_first(x, y, res):                      # the old style: "()" for y, declared int32[:], read as y[0]
+        for i in range(x.shape[0]):
+            res[i] = x[i] + y[0]
+    g = vectorizers.CUDAGUFuncVectorize(add_first, "(n),()->(n)")
+    g.add("void(int32[:], int32[:], int32[:])")
+    gu = g.build_ufunc()
+    a = np.array([1, 2, 3, 4] * 2, dtype=np.int32).reshape(2, 4)
+    b = np.array([2, 10], dtype=np.int32)
+    res = np.zeros((2, 4), np.int32)
+    gu(a, b, out=res)
+    assert np.array_equal(res, a + b[:, None])
+
+
+def test_a_ufunc_signature_without_a_return_type_gets_the_one_numba_infers():
+    pytest.importorskip("numba")
+
+    def suppress(values, threshold):                 # int16 and 0.0 returned: numba unifies them to float64
+        if abs(values) >= threshold:
+            return values
+        else:
+            return 0.0
+    v = vectorizers.CUDAVectorize(suppress)
+    for sg in ("(int16, int16)", "(float32, float32)"):
+        v.add(sg)
+    uf = v.build_ufunc()
+    x = np.array([-70, 10, 60, -5], np.int16)
+    r = uf(x, np.int16(50))
+    assert r.dtype == np.float64 and list(r) == [-70.0, 0.0, 60.0, 0.0]
+
+
+def test_a_gufunc_signature_of_numba_array_types():
+    numba = pytest.importorskip("numba")
+    f8 = numba.float64
+
+    def norms(point, rows, res):                   # "(i),(j,k)->()" declared (float64[:], float64[:, :], float64[:])
+        s = 0.0
+        for r in rows:                             # iterating a 2-d array: its rows
+            s += (r[0] - point[0]) ** 2 + (r[1] - point[1]) ** 2
+        res[0] = s
+    g = vectorizers.CUDAGUFuncVectorize(norms, "(i),(j,k)->()")
+    g.add((f8[:], f8[:, :], f8[:]))
+    gu = g.build_ufunc()
+    pts, rows = np.arange(6.0).reshape(3, 2), np.arange(8.0).reshape(4, 2)
+    got = gu(pts, rows)
+    assert np.allclose(got, [((rows - p) ** 2).sum() for p in pts])
+
+
 def test_numba_type_objects_as_ufunc_signatures_and_a_ufunc_called_in_a_kernel_is_refused():
     nb = pytest.importorskip("numba")
     from gpusim.errors import CompileError

@@ -117,7 +117,7 @@ def _rebind(name: str, v):
         return _cpu_dispatcher(v)
     if getattr(v, "_gpusim_frontend", None) == "cuda" and isinstance(getattr(v, "py_func", None), types.FunctionType):
         if getattr(v, "device", False):
-            return device_function(v.py_func, getattr(v, "options", {}) or {})
+            return device_function(v.py_func, getattr(v, "options", {}) or {}, signature=_scalar_signature(v))
         return kernel_function(v.py_func, getattr(v, "options", {}) or {})   # a kernel the kernel calls
     ext = getattr(v, "_gpusim_extern", None)
     if ext is not None:                                  # cuda.declare_device(name, sig, link=...)
@@ -190,13 +190,28 @@ def rebuilt(fn: types.FunctionType) -> types.FunctionType:
     return f
 
 
-def device_function(py_func, options: dict, device: bool = True):
-    d = _DEVICE.get((py_func, device))
+def _scalar_signature(v) -> str | None:
+    """The one signature a device function was declared with, as numba parses it, when its types are scalars
+    (numba converts a call's arguments to them); else None."""
+    sigs = getattr(v, "signatures", None)
+    if not isinstance(sigs, list) or len(sigs) != 1:
+        return None
+    sig = sigs[0]
+    ts = [getattr(sig, "return_type", None)] + list(getattr(sig, "args", None) or ())
+    if any(type(t).__name__ not in ("Scalar", "NoneType") for t in ts):
+        return None
+    names = ["boolean" if t.name == "bool" else t.name for t in ts]
+    return f"{names[0]}({', '.join(names[1:])})"
+
+
+def device_function(py_func, options: dict, device: bool = True, signature: str | None = None):
+    d = _DEVICE.get((py_func, device, signature))
     if d is None:
         from numba import cuda
         opts = {k: v for k, v in options.items() if k in ("fastmath", "inline", "forceinline", "opt", "debug",
                                                           "lineinfo")}
-        d = _DEVICE[(py_func, device)] = cuda.jit(device=device, **opts)(rebuilt(py_func))
+        jit = cuda.jit(signature, device=device, **opts) if signature else cuda.jit(device=device, **opts)
+        d = _DEVICE[(py_func, device, signature)] = jit(rebuilt(py_func))
     return d
 
 
@@ -228,7 +243,8 @@ def _stand_in(t):
             return np.zeros(1, dt)[0]
         return dt.type(0)
     if kind == "tuple":
-        return tuple(_stand_in(x) for x in t[1])
+        items = tuple(_stand_in(x) for x in t[1])
+        return tuple.__new__(t[2], items) if len(t) > 2 else items       # a namedtuple: of its class
     raise ValueError(f"no stand-in for {kind!r}")
 
 
@@ -238,7 +254,7 @@ def numba_type(t):
     if t[0] == "numba":
         return t[1]
     if t[0] == "tuple" and any(x[0] in ("numba", "cpointer") for x in t[1]):
-        return nbt.BaseTuple.from_types([numba_type(x) for x in t[1]])
+        return nbt.BaseTuple.from_types([numba_type(x) for x in t[1]], t[2] if len(t) > 2 else None)
     if t[0] == "cpointer":
         return nbt.CPointer(numba.from_dtype(np.dtype(t[1])))
     ty = numba.typeof(_stand_in(t))

@@ -45,6 +45,7 @@ import types as _types
 
 import numpy as np
 
+from ..errors import GpusimError
 from . import cg, libdevice, random, types
 from .launch import DEFAULT_GPU, Kernel, jit, trace_launch
 from .memory import DeviceNDArray, as_device_storage
@@ -57,10 +58,12 @@ from .types import (b1, boolean, bool_, complex64, complex128, double, f2, f4, f
                     uint16, uint32, uint64, uintp, void)
 
 reduce = Reduce
+from .vectors import STUBS as _VECTOR_STUBS        # noqa: E402 - cuda.float32x4, cuda.float4 ... (numba-cuda's)
+globals().update(_VECTOR_STUBS)
 _reduction.register_package(sys.modules[__name__])
 
 __all__ = ["jit", "trace_launch", "Kernel", "DeviceNDArray", "to_device", "device_array", "device_array_like",
-           "pinned_array", "mapped_array", "pinned", "as_cuda_array", "is_cuda_array", "libdevice", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
+           "pinned_array", "mapped_array", "pinned_array_like", "mapped_array_like", "pinned", "as_cuda_array", "is_cuda_array", "libdevice", "synchronize", "is_available", "grid", "gridsize", "threadIdx",
            "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "shared", "local", "const", "atomic",
            "syncthreads", "syncwarp", "ldca", "ldcg", "ldcs", "ldlu", "ldcv", "stcg", "stcs", "stwb", "stwt",
            "stream", "detect", "reference_run", "cg", "random", "types", "reduce", "managed_array", "event",
@@ -106,6 +109,21 @@ def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0, at
     return np.zeros(shape, dtype=dtype, order=order)
 
 
+def _host_like(ary):
+    a = ary._ary if isinstance(ary, DeviceNDArray) else np.asarray(ary)
+    return np.zeros_like(a)
+
+
+def pinned_array_like(ary):
+    """numba's ``cuda.pinned_array_like``: a page-locked host array of ``ary``'s shape, dtype and layout."""
+    return _host_like(ary)
+
+
+def mapped_array_like(ary, stream=0, portable=False, wc=False):
+    """numba's ``cuda.mapped_array_like``: a host array mapped into the device's address space, like ``ary``."""
+    return _host_like(ary)
+
+
 def as_cuda_array(obj, sync=True):
     """numba's ``cuda.as_cuda_array``: a device array viewing ``obj``'s memory without a copy (a gpusim device
     array, a torch tensor on the simulated GPU, any object with the CUDA or numpy array interface)."""
@@ -142,12 +160,43 @@ def detect() -> bool:
 
 
 class _Stream:
+    """A CUDA stream: launches and copies complete before they return, so its work is always done.  ``handle``:
+    the stream's handle (0, or the pointer an external stream was made from)."""
+
+    def __init__(self, handle=0):
+        self.handle = _StreamHandle(int(handle))
+
+    def __int__(self):
+        return int(self.handle)
+
+    def __repr__(self):
+        return "<gpusim CUDA stream (its work done as issued)>"
+
     def synchronize(self):
         pass
 
     def auto_synchronize(self):
         import contextlib
         return contextlib.nullcontext(self)
+
+    def add_callback(self, callback, arg=None):
+        """numba's ``Stream.add_callback``: ``callback(stream, status, arg)`` once the stream's work is done (now)."""
+        callback(self, 0, arg)
+
+    def async_done(self):
+        """numba's ``Stream.async_done``: an awaitable resolving to the stream once its work is done (already)."""
+        import asyncio
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(self)
+        return fut
+
+
+class _StreamHandle(int):
+    """A stream's handle (numba's: ``int(stream.handle)``, ``stream.handle.value``)."""
+
+    @property
+    def value(self):
+        return int(self)
 
 
 def stream():
@@ -156,6 +205,19 @@ def stream():
 
 def default_stream():
     return _Stream()
+
+
+def legacy_default_stream():
+    return _Stream()
+
+
+def per_thread_default_stream():
+    return _Stream()
+
+
+def external_stream(ptr):
+    """numba's ``cuda.external_stream(ptr)``: a stream another library made (its work is done as issued here)."""
+    return _Stream(ptr)
 
 
 def reference_run(kernel, grid, block, args, shared_bytes=0):
@@ -178,6 +240,24 @@ class ExternFunction:
 
     def __repr__(self):
         return f"<gpusim.cuda foreign function {self.name} {self.sig}>"
+
+
+def _no_ptx(what):
+    def f(pyfunc, sig=None, *args, **kwargs):
+        name = getattr(pyfunc, "__name__", "?")
+        raise GpusimError(f"cuda.{what}({name!r}, ...): gpusim simulates the kernel's Python source and generates no "
+                          "PTX or cubin; the per-line instruction counts of the simulated SASS are in the trace "
+                          "(gpusim.cuda.trace_launch(kernel, grid, block, args) and its report)")
+    f.__name__ = what
+    f.__doc__ = f"numba-cuda's ``cuda.{what}``: importable; calling it is refused (gpusim generates no PTX)."
+    return f
+
+
+compile = _no_ptx("compile")
+compile_ptx = _no_ptx("compile_ptx")
+compile_for_current_device = _no_ptx("compile_for_current_device")
+compile_ptx_for_current_device = _no_ptx("compile_ptx_for_current_device")
+compile_all = _no_ptx("compile_all")
 
 
 def declare_device(name, sig, link=None, use_cooperative=False, abi="numba"):

@@ -16,7 +16,7 @@ from ..errors import CompileError, UnsupportedConstruct
 from . import costs as C_
 from .valnum import log2_const, numbered, operand_key, provenance, remember
 from .values import (ARRAYS, BOOL, EMPTY, F16, F32, F64, I32, I64, U32, U64, ArrayView, V, _fix, _union, arith_type,
-                     const, short, unify)
+                     const, convert, short, unify)
 
 
 def _narrow_dtype(dt: np.dtype) -> str:
@@ -136,57 +136,6 @@ _FP16: dict = {
 }
 FP16_FUNCTIONS = frozenset(_FP16)
 
-def _complex(re, im):
-    """re + i im, the signs of zeros kept (``re + 1j * im`` loses an imaginary -0.0)."""
-    re, im = np.broadcast_arrays(np.asarray(re, np.float64), np.asarray(im, np.float64))
-    z = np.empty(re.shape, np.complex128)
-    z.real, z.imag = re, im
-    return z
-
-
-#: ``cmath`` functions: name -> (arguments, numpy body, result: complex / real / bool / pair)
-_CMATH: dict = {
-    **{n: (1, getattr(np, m), "complex") for n, m in (
-        ("exp", "exp"), ("log", "log"), ("log10", "log10"), ("sqrt", "sqrt"), ("sin", "sin"), ("cos", "cos"),
-        ("tan", "tan"), ("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"), ("sinh", "sinh"),
-        ("cosh", "cosh"), ("tanh", "tanh"), ("asinh", "arcsinh"), ("acosh", "arccosh"), ("atanh", "arctanh"))},
-    "phase": (1, np.angle, "real"), "polar": (1, lambda z: (np.abs(z), np.angle(z)), "pair"),
-    "rect": (2, lambda r, phi: _complex(r * np.cos(phi), r * np.sin(phi)), "complex"),
-    "isnan": (1, np.isnan, "bool"), "isinf": (1, np.isinf, "bool"), "isfinite": (1, np.isfinite, "bool"),
-}
-CMATH_FUNCTIONS = frozenset(_CMATH)
-
-
-def _cmath_special(fn, xs, r):
-    """``r`` with the lanes whose inputs are infinite or NaN, or whose zero result has a sign to get right,
-    recomputed by Python's ``cmath`` (numba-cuda's cmath follows CPython's tables of special values, where
-    numpy's functions differ: cmath.exp(-inf-infj) is 0j, not -0j; cmath.rect(0.0, -1.0) is 0-0j)."""
-    import cmath as _cm
-    fin = np.ones(np.broadcast_shapes(*(np.shape(x) for x in xs)), bool)
-    for x in xs:
-        fin = fin & np.isfinite(x)
-    if fn == "rect":
-        fin = fin & (np.asarray(xs[0]) != 0) & (np.asarray(xs[1]) != 0)
-    if fin.all():
-        return r
-    py = getattr(_cm, fn)
-    if isinstance(r, tuple):
-        outs = [np.array(p, copy=True) for p in np.broadcast_arrays(*r)]
-    else:
-        outs = [np.array(np.broadcast_to(r, fin.shape), copy=True)]
-    bx = [np.broadcast_to(x, fin.shape) for x in xs]
-    for pos in zip(*np.nonzero(~fin)):
-        try:
-            v = py(*(complex(b[pos]) if fn != "rect" else float(b[pos]) for b in bx))
-        except (ValueError, OverflowError):
-            v = (complex(np.nan, np.nan),) * len(outs) if len(outs) > 1 else complex(np.nan, np.nan)
-        for o, val in zip(outs, v if isinstance(v, tuple) else (v,)):
-            o[pos] = val
-    if isinstance(r, tuple):
-        return tuple(o if np.ndim(p) else o[()] for o, p in zip(outs, r))
-    return outs[0] if np.ndim(r) else outs[0][()]
-
-
 #: numba's (``operator`` module's) names of the bitwise operators, for messages
 _NUMBA_OP = {"bitand": "and_", "bitor": "or_", "bitxor": "xor", "lshift": "lshift", "rshift": "rshift"}
 
@@ -207,7 +156,7 @@ class Arith:
                 if k not in self._cvt_seen:          # a value is converted once (CSE, hoisted out of loops)
                     self._cvt_seen.add(k)
                     self._rec(("cvt", a, b), line, v.deps)
-        return x.astype(dt)
+        return convert(x, dt)
 
     def truth(self, c, line) -> V:
         c = self._val(c, line)
@@ -389,6 +338,22 @@ class Arith:
                            self.binop("bitand", self.compare("eq", x, y, line), r, line), line)
         return r
 
+    def _is_values(self, op, a, b, line) -> V:
+        """``a is b`` of two numbers, as numba's generic ``is``: ``==`` when they have one type (a Python literal
+        takes the other's), else False; of anything else refused."""
+        if type(a) is tuple and type(b) is tuple:       # tuples of one type (an Enum's tuple values) compare
+            if len(a) == len(b) and all(type(x) is V and type(y) is V and x.v.dtype == y.v.dtype for x, y in zip(a, b)):
+                return self._tuple_compare("eq" if op == "is" else "ne", a, b, line)
+            return const(op == "isnot")
+        if not all(type(x) is V or isinstance(x, (bool, int, float, np.generic)) for x in (a, b)):
+            raise self._err(UnsupportedConstruct, "'is' between two values other than None or numbers", line)
+        va, vb = self._val(a, line), self._val(b, line)
+        ta, tb = np.asarray(va.v).dtype, np.asarray(vb.v).dtype
+        same = ta == tb or (type(a) is not V and ta.kind == tb.kind) or (type(b) is not V and ta.kind == tb.kind)
+        if not same:
+            return const(op == "isnot")
+        return self.compare("eq" if op == "is" else "ne", va, vb, line)
+
     def compare(self, op, a, b, line) -> V:
         if type(a) is str and type(b) is str and op in ("eq", "ne"):
             return const((a == b) == (op == "eq"))        # compile-time strings
@@ -402,7 +367,7 @@ class Arith:
             return r if op == "in" else self.binop("bitxor", r, const(True), line)
         if op in ("is", "isnot"):                        # numba decides `x is None` from x's type
             if a is not None and b is not None:
-                raise self._err(UnsupportedConstruct, "'is' between two values other than None", line)
+                return self._is_values(op, a, b, line)
             return const((a is None and b is None) == (op == "is"))
         if type(a) is tuple and type(b) is tuple:
             return self._tuple_compare(op, a, b, line)
@@ -471,7 +436,7 @@ class Arith:
         n0 = len(self.ops)
         if self.recording and not x.const and self.mask is not EMPTY:
             self._cvt(x, dt, line)
-        return V(_fix(x.v.astype(dt)), self._out(x.deps, n0), x.const)
+        return V(_fix(convert(x.v, dt)), self._out(x.deps, n0), x.const)
 
     def builtin_num(self, kind, x, line) -> V:
         """``int(x)`` / ``float(x)``: integers (floats) keep their type, others convert to int64 (float64)."""
@@ -631,64 +596,6 @@ class Arith:
         if self.recording and not cst and self.mask is not EMPTY:
             self._rec(key, line, deps)
         return cst, self._out(deps, n0)
-
-    def make_complex(self, args, line) -> V:
-        """``complex(re[, im])``: numba's complex128 from numbers (a complex argument is kept as it is)."""
-        vs = [self._val(a, line) for a in args]
-        if any(np.asarray(v.v).dtype.kind == "c" for v in vs) and len(vs) > 1:
-            raise self._err(CompileError, "complex(re, im) of complex parts (numba takes real numbers)", line)
-        re_ = vs[0].v
-        im = vs[1].v if len(vs) > 1 else 0.0
-        # the parts set directly: re + 1j * im would lose an imaginary -0.0 and make complex(1.0, inf) nan+infj
-        r = _complex(re_, im) if np.asarray(re_).dtype.kind != "c" else np.asarray(re_, np.complex128)
-        cst = all(v.const for v in vs)
-        deps = ()
-        for v in vs:
-            deps = _union(deps, v.deps)
-        return V(_fix(r if r.ndim else np.complex128(r)), deps, cst)      # the pair of registers: no instruction
-
-    def complex_part(self, obj: V, name: str, line) -> V:
-        """``z.real`` / ``z.imag`` of a complex value (its registers' halves: no instruction)."""
-        v = np.real(obj.v) if name == "real" else np.imag(obj.v)
-        return V(_fix(np.asarray(v) if np.ndim(v) else v.dtype.type(v) if hasattr(v, "dtype") else v), obj.deps,
-                 obj.const)
-
-    def conjugate(self, obj: V, line) -> V:
-        n0 = len(self.ops)
-        if self.recording and not obj.const and self.mask is not EMPTY:
-            self._rec(("neg", _cost_dtype(np.dtype(np.float32 if obj.v.dtype.itemsize == 8 else np.float64))), line,
-                      obj.deps)
-        return V(_fix(np.conj(obj.v)), self._out(obj.deps, n0), obj.const)
-
-    def cmath(self, fn, args, line):
-        """``cmath.*``: complex functions numba-cuda compiles (``CMATH_FUNCTIONS``); results in complex128 unless
-        the argument is complex64."""
-        if fn == "log" and len(args) == 2:
-            # cmath.log(z, base): numba types both as one complex type and computes log(z) / log(base)
-            vs = [self._val(a, line) for a in args]
-            small = all(np.asarray(v.v).dtype in (np.dtype(np.complex64), np.dtype(np.float32)) for v in vs)
-            ct = np.dtype(np.complex64 if small else np.complex128)
-            num = self.cmath("log", (V(_fix(np.asarray(vs[0].v).astype(ct)), vs[0].deps, vs[0].const),), line)
-            den = self.cmath("log", (V(_fix(np.asarray(vs[1].v).astype(ct)), vs[1].deps, vs[1].const),), line)
-            return self.binop("truediv", num, den, line)
-        nargs, f, ret = self._function_spec(_CMATH, "cmath", fn, args, line)
-        vs = [self._val(a, line) for a in args]
-        t0 = np.asarray(vs[0].v).dtype
-        ct = np.dtype(np.complex64) if t0 in (np.dtype(np.complex64), np.dtype(np.float32)) else np.dtype(np.complex128)
-        xs = [np.asarray(v.v, np.float64) if fn == "rect" else np.asarray(v.v).astype(ct) for v in vs]
-        with np.errstate(all="ignore"):
-            r = f(*xs)
-            if ret != "bool":
-                r = _cmath_special(fn, xs, r)
-        cst, out = self._recorded(vs, ("cmath", ct.name), line)
-        real_t = np.float32 if ct == np.complex64 else np.float64
-        if ret == "pair":
-            return tuple(V(_fix(np.asarray(p, real_t)), out, cst) for p in r)
-        if ret == "bool":
-            return V(_fix(np.asarray(r, BOOL)), out, cst)
-        if ret == "real":
-            return V(_fix(np.asarray(r, real_t)), out, cst)
-        return V(_fix(np.asarray(r, ct)), out, cst)
 
     def intrinsic(self, name, args, line) -> V:
         vs = [self._val(a, line) for a in args]

@@ -182,9 +182,9 @@ class _Context:
                               functions=self.functions, cooperative=self.cooperative,
                               vararg=bool(self.py_func.__code__.co_flags & inspect.CO_VARARGS))
 
-    def add_slot(self, space, name, shape, dtype, dynamic) -> Slot:
+    def add_slot(self, space, name, shape, dtype, dynamic, alignment=None) -> Slot:
         dtype = np.dtype(dtype)
-        isz = dtype.itemsize
+        isz = max(dtype.itemsize, alignment or 0)          # the offset's alignment (bytes)
         if space == "shared":
             if dynamic:
                 self.uses_dyn = True
@@ -192,13 +192,13 @@ class _Context:
             else:
                 off = -(-self.shared_off // isz) * isz
                 n = int(np.prod(shape, dtype=np.int64))
-                self.shared_off = off + n * isz
+                self.shared_off = off + n * dtype.itemsize
                 s = Slot(len(self.shared_slots), name, shape, dtype, off, False, "shared")
             self.shared_slots.append(s)
         else:
             off = -(-self.local_off // isz) * isz
             n = int(np.prod(shape, dtype=np.int64))
-            self.local_off = off + n * isz
+            self.local_off = off + n * dtype.itemsize
             s = Slot(len(self.local_slots), name, shape, dtype, off, False, "local")
             self.local_slots.append(s)
         return s

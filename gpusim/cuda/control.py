@@ -23,6 +23,7 @@ from .atomics import CAS_CALLS
 from .unroll import LoopRecord
 from .records import RecordRef
 from .retkinds import kind_of_value
+from .vectors import Vec
 from .values import Mask
 from .values import (ARRAYS, BOOL, EMPTY, I64, UNDEF, ArrayRef, ArrayView, LocalArray, SharedArray, SubArray, Ununified,
                      V, _fix, _union, const, m_and, m_andnot, m_or, unify)
@@ -33,6 +34,8 @@ def _kind(x) -> str:
         return "number"
     if isinstance(x, ARRAYS):
         return "array"
+    if type(x) is Vec:
+        return x.vname
     if isinstance(x, tuple):
         return "tuple"
     if isinstance(x, Ununified):
@@ -127,6 +130,8 @@ class Control:
             return V(r, _union(old.deps, new.deps), False)
         if t is tuple and type(old) is tuple and len(old) == len(new) and self.mask is not self.base:
             return tuple(self.assign(o, n) for o, n in zip(old, new))
+        if t is Vec and type(old) is Vec and old.vname == new.vname and self.mask is not self.base:
+            return Vec(new.vname, [self.assign(o, n) for o, n in zip(old, new)])
         if t is ArrayView and name is not None and not new.offset.const:
             d = self.L.var_dtypes             # a view's data pointer lives in a register pair (its shape and
             d[name] = max(d.get(name, 0), 8)  # strides mostly fold or are rematerialized)

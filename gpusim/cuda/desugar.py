@@ -174,6 +174,18 @@ class ForDesugar:
                     node.col_offset = node.end_col_offset = s.col_offset
         return out
 
+    def _iter_tree(self, it):
+        """The iterable of a ``for`` as numba-cuda iterates it in lockstep: ``("tuple", [...])`` for ``zip(...)``
+        and ``enumerate(X)`` (its counter ``("counter", None)`` first), nested as written
+        (``enumerate(zip(x, y))``, ``zip(enumerate(x), y)``); ``("leaf", X)`` for any other iterable."""
+        if isinstance(it, ast.Call) and self._is_builtin(it.func, enumerate) and len(it.args) == 1 \
+                and not it.keywords:
+            return ("tuple", [("counter", None), self._iter_tree(it.args[0])])
+        if isinstance(it, ast.Call) and self._is_builtin(it.func, zip) and it.args and not it.keywords \
+                and not any(isinstance(a, ast.Starred) for a in it.args):
+            return ("tuple", [self._iter_tree(a) for a in it.args])
+        return ("leaf", it)
+
     def _desugar_for(self, s):
         it = s.iter
         if s.orelse or (isinstance(it, ast.Call) and self._quiet_static(it.func) == ("builtin", "range")):
@@ -181,13 +193,16 @@ class ForDesugar:
         self._nfor += 1
         k = self._nfor
         idx = f"_gs_fi{k}"
-        if isinstance(it, ast.Call) and self._is_builtin(it.func, enumerate) and len(it.args) == 1 \
-                and not it.keywords:
-            parts = [None, it.args[0]]
-        elif isinstance(it, ast.Call) and self._is_builtin(it.func, zip) and it.args and not it.keywords:
-            parts = list(it.args)
-        else:
-            parts = [it]
+        tree = self._iter_tree(it)
+        parts = []                                  # the iterables (leaves) in order; None: enumerate's counter
+
+        def leaves(t):
+            if t[0] == "tuple":
+                for c in t[1]:
+                    leaves(c)
+            else:
+                parts.append(t[1])
+        leaves(tree)
         pre, elems, lens, statics = [], [], [], []
         for j, x in enumerate(parts):
             if x is None:                           # enumerate's counter
@@ -205,7 +220,13 @@ class ForDesugar:
             elems.append(el)
             lens.append(n)
             statics.append(st)
-        value = elems[0] if len(parts) == 1 else ast.Tuple(elts=elems, ctx=ast.Load())
+        at = iter(elems)
+
+        def build(t):                               # enumerate / zip nest: the target's tuple structure
+            if t[0] == "tuple":
+                return ast.Tuple(elts=[build(c) for c in t[1]], ctx=ast.Load())
+            return next(at)
+        value = build(tree)
         bind = ast.copy_location(ast.Assign(targets=[s.target], value=value), s)
         jumps = _contains(s.body, (ast.Break, ast.Continue), stop=(ast.For, ast.While))
         tuple_like = any(not (isinstance(p, ast.Call) and self._quiet_static(p.func) == ("builtin", "range"))

@@ -215,11 +215,19 @@ class DeviceLibrary:
     def isinst(self, obj, spec, line) -> V:
         """``isinstance(x, cls)``: decided by the type of ``x`` at compile time, as numba decides it."""
         for s in spec:
-            if s[0] == "tuple" and isinstance(obj, tuple):
+            if s[0] == "tuple" and isinstance(obj, tuple) and not hasattr(obj, "vname"):   # a vector is no tuple
                 return const(True)
             if type(obj) is V and obj.v.dtype == s[1]:
                 return const(True)
         return const(False)
+
+    def builtin_tuple(self, obj, line):
+        """``tuple(t)`` of a tuple: the tuple (numba types ``tuple()`` of tuples only)."""
+        if isinstance(obj, tuple) and not hasattr(obj, "vname"):
+            return tuple(obj)
+        from .values import kind_name
+        raise self._err(CompileError, f"No implementation of function Function(<class 'tuple'>) found for signature: "
+                                      f"tuple({kind_name(obj)}) (numba-cuda builds a tuple only from a tuple)", line)
 
     def method(self, obj, name, args, line):
         """``obj.name(*args)`` on a runtime object (the grid group's ``sync``)."""
@@ -242,6 +250,8 @@ class DeviceLibrary:
                 raise self._err(CompileError, f"Changing the dtype of a 0d array is only supported if the itemsize "
                                 f"is unchanged ({src}.view({dt}))", line)
             return V(obj.v.view(dt), obj.deps, obj.const)      # a bit cast: no instruction
+        if isinstance(obj, ARRAYS) and name == "reshape" and args:
+            return self.view_reshape(obj, args, line)
         if isinstance(obj, ARRAYS) and name == "sum" and not args:
             return self.array_sum(obj, line)
         if type(obj) is V and name == "bit_count" and not args and np.asarray(obj.v).dtype.kind in "iu":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CompileError, OutOfBounds, UnsupportedConstruct
+from .vectors import Vec
 from .values import (ARRAYS, EMPTY, Dim3, I64, ArrayRef, ArrayView, GlobalArray, LocalArray, Shape, SharedArray,
                      SubArray, Ununified, V, _union, const)
 from .views import view_index, where_in
@@ -92,6 +93,8 @@ class Indexing:
             raise self._err(obj.error, obj.message(), line)
         if type(obj) is RecordRef:
             return self.record_field(obj, name, line)
+        if type(obj) is Vec:
+            return self.vector_attr(obj, name, line)
         if type(obj) is Dim3:
             if name in ("x", "y", "z"):
                 return self.sreg(obj.sreg, "xyz".index(name), line)
@@ -129,6 +132,11 @@ class Indexing:
             if name == "imag":                   # a real number's imaginary part: 0 of its type (numba)
                 return V(obj.v.dtype.type(0), (), True)
             raise self._err(UnsupportedConstruct, f"attribute .{name} of a number", line)
+        fields = getattr(type(obj), "_fields", None)
+        if isinstance(obj, tuple) and isinstance(fields, tuple):        # a namedtuple argument's field
+            if name in fields:
+                return obj[fields.index(name)]
+            raise self._err(CompileError, f"Unknown attribute '{name}' of type {type(obj).__name__}{fields}", line)
         raise self._err(UnsupportedConstruct, f"attribute .{name} of {type(obj).__name__}", line)
 
     def length(self, obj, line) -> V:
@@ -171,7 +179,11 @@ class Indexing:
 
     def _tuple_runtime_index(self, t, i, line) -> V:
         """``t[i]`` of a tuple of numbers of one type (numba's UniTuple) at a runtime index: a compare and a select
-        per element, as LLVM lowers it; negative indices count from the end."""
+        per element, as LLVM lowers it; negative indices count from the end.  A tuple of vectors of one type: each
+        element selected the same way."""
+        if t and all(type(x) is Vec and x.vname == t[0].vname for x in t):
+            return Vec(t[0].vname, [self._tuple_runtime_index(tuple(x[j] for x in t), i, line)
+                                    for j in range(len(t[0]))])
         el = [self._val(x, line) if not isinstance(x, (tuple, slice) + ARRAYS) else None for x in t]
         if not el or any(e is None for e in el) or len({e.v.dtype for e in el}) != 1:
             raise self._err(UnsupportedConstruct, "indexing a tuple of mixed types with a runtime value", line)
@@ -193,6 +205,10 @@ class Indexing:
         """``obj[idx]``; ``text``: the subscript's source, given where it slices (names the view)."""
         if type(obj) is Ununified:
             raise self._err(obj.error, obj.message(), line)
+        if type(obj) is Vec:
+            raise self._err(CompileError, f"No implementation of function Function(<built-in function getitem>) found "
+                                          f"for signature: getitem({obj.vname}, ...) (a vector's elements are .x, .y, "
+                                          ".z, .w)", line)
         if type(obj) is RecordRef:
             if isinstance(idx, str) or type(idx) is V and idx.const and np.asarray(idx.v).dtype.kind in "iu":
                 return self.record_field(obj, idx if isinstance(idx, str) else int(idx.v), line)

@@ -21,6 +21,8 @@ tests/test_cuda_calibration.py holds it there).  ``meta["registers"]`` records e
 """
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from .. import trace as trace_mod
@@ -33,7 +35,7 @@ from . import realcc
 from .realcc import varargs_packed
 from . import runtime as R
 from . import types as nbtypes
-from .compiler import NeedsArgDtypes, compile_kernel, unwrap
+from .compiler import _DT_CACHE, NeedsArgDtypes, compile_kernel, unwrap
 from ..occupancy import max_coresident_ctas
 from ..errors import CooperativeLaunchTooLarge
 from .memory import ADDRESS_SPACE, as_device_storage
@@ -133,6 +135,8 @@ def _wrap_pointer(ck, name, a, t):
 
 
 def _wrap_arg(ck, name, a):
+    if isinstance(a, enum.Enum):                  # numba passes an enum member as its value (IntEnum: int64)
+        a = np.int64(int(a)) if isinstance(a, int) else a.value
     if isinstance(a, (bool, np.bool_)):
         return R.V(np.bool_(a), (), False)
     if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
@@ -142,7 +146,10 @@ def _wrap_arg(ck, name, a):
     if isinstance(a, (complex, np.complexfloating)):
         return R.V(np.complex128(a) if isinstance(a, complex) else a, (), False)
     if isinstance(a, tuple):
-        return tuple(_wrap_arg(ck, f"{name}[{i}]", x) for i, x in enumerate(a))
+        items = tuple(_wrap_arg(ck, f"{name}[{i}]", x) for i, x in enumerate(a))
+        if isinstance(getattr(type(a), "_fields", None), tuple):
+            return tuple.__new__(type(a), items)     # a namedtuple: its fields by name (numba's NamedTuple)
+        return items
     if isinstance(a, np.void) and a.dtype.names is not None:
         # a record (``arr[0]`` of a structured array): numba-cuda copies it to the device and back, so the kernel
         # reads and writes its bytes; here a 1-element record array over them
@@ -453,6 +460,9 @@ class Kernel:
     def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise LaunchError("launch configuration must be [grid, block] or [grid, block, stream, shared_bytes]")
+        if self.device:
+            raise _DeviceAsKernel(f"{self.__name__!r} is a device function (cuda.jit(device=True)): Cannot compile a "
+                                  "device function as a kernel (launch a @cuda.jit kernel that calls it)")
         grid, block = config[0], config[1]
         shared = config[3] if len(config) == 4 else 0
         return _Launcher(self, grid, block, shared)
@@ -460,8 +470,12 @@ class Kernel:
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
         """numba's ``kernel.forall(n)(*args)``: enough blocks to cover ``n`` threads.  numba asks the driver for
         the block size of highest occupancy; this uses ``FORALL_BLOCK`` threads unless ``tpb`` is given."""
+        if int(ntasks) < 0:
+            raise ValueError(f"Can't create ForAll with negative task count: {ntasks}")
+        if int(ntasks) == 0:                 # numba launches nothing
+            return lambda *args: None
         tpb = tpb or FORALL_BLOCK
-        return _Launcher(self, max(1, -(-int(ntasks) // tpb)), tpb, sharedmem)
+        return _Launcher(self, -(-int(ntasks) // tpb), tpb, sharedmem)
 
     def __call__(self, *args, **kw):
         if self.device:
@@ -486,6 +500,15 @@ class _Overload:
         self.argument_types = signature.args if signature is not None else ()
         self.py_func = kernel.py_func
         self.name = kernel.__name__
+
+    @property
+    def cooperative(self) -> bool:
+        """numba's ``_Kernel.cooperative``: the kernel synchronizes its grid (``cuda.cg.this_grid()``), so it is
+        launched cooperatively."""
+        try:
+            return compile_kernel(self.kernel).cooperative
+        except NeedsArgDtypes:             # compiled per argument dtypes: cooperative if any compilation is
+            return any(ck.cooperative for ck in _DT_CACHE.get(self.py_func, {}).values())
 
     def max_cooperative_grid_blocks(self, blockdim, dynsmemsize=0) -> int:
         """Blocks of ``blockdim`` threads that fit on the chip at once (occupancy x SMs): the largest grid a
@@ -525,6 +548,10 @@ class DeprecationError(LaunchError):
 
 class _NotImplementedOption(LaunchError, NotImplementedError):
     """numba-cuda's NotImplementedError for a ``cuda.jit`` option it refuses (``boundscheck=True``)."""
+
+
+class _DeviceAsKernel(LaunchError, RuntimeError):
+    """numba-cuda's RuntimeError for a device function launched as a kernel (``f[1, 1]()``)."""
 
 
 def jit(func_or_sig=None, device=False, **options):

@@ -17,7 +17,7 @@ from ..errors import CompileError
 from ..trace import WARP, MemAccess, OpKind, Pipe, Space
 from . import costs as C_
 from .memory import LOCAL_BASE, _unit_stride, coalesce_rows, shared_rows, tile_access
-from .values import EMPTY, Mask, V, _union
+from .values import EMPTY, Mask, V, _union, convert
 
 #: reuse memory summaries of accesses that differ only by a uniform offset (see ``Chunk._mem``)
 MEM_CACHE = True
@@ -198,7 +198,7 @@ class MemoryAccess:
         vv = value.v
         rec = self.recording
         if vv.dtype != arr.dtype:
-            vv = self._cvt(value, arr.dtype, line) if rec and not value.const else vv.astype(arr.dtype)
+            vv = self._cvt(value, arr.dtype, line) if rec and not value.const else convert(vv, arr.dtype)
         sp = arr.space
         if sp == "local" and not runtime:
             st = arr.storage[:, :, flat]

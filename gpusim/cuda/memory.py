@@ -102,6 +102,7 @@ class DeviceNDArray:
     dtype = property(lambda self: self._ary.dtype)
     ndim = property(lambda self: self._ary.ndim)
     strides = property(lambda self: self._ary.strides)
+    flags = property(lambda self: self._ary.flags)
     nbytes = property(lambda self: self._ary.nbytes)
     alloc_size = property(lambda self: self._ary.nbytes)
 

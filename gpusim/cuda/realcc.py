@@ -40,7 +40,9 @@ def describe(t):
         return ["cpointer", np.dtype(el.dtype)] if isinstance(el, nbtypes.Scalar) else None
     if isinstance(t, nbtypes.Tuple):
         items = [describe(x) for x in t.types]
-        return None if any(i is None for i in items) else ["tuple", items]
+        if any(i is None for i in items):
+            return None
+        return ["tuple", items] + ([t.pyclass] if getattr(t, "pyclass", None) is not None else [])
     if (type(t).__module__ or "").startswith("numba"):          # a real numba type from a numba dispatcher
         return ["numba", t]
     return None

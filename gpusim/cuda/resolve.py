@@ -9,17 +9,21 @@ expressions of array shapes and dtypes (``static_eval``).
 from __future__ import annotations
 
 import ast
+import enum
 import math
 import operator
 import types
+import weakref
 
 import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from .analysis import _contains
 from . import types as _nbtypes
-from .arith import CMATH_FUNCTIONS, FP16_FUNCTIONS, MATH_FUNCTIONS
+from .arith import FP16_FUNCTIONS, MATH_FUNCTIONS
+from .complexmath import CMATH_FUNCTIONS
 from .values import const
+from .vectors import STUBS as VECTOR_STUBS
 
 
 class NeedsArgDtypes(Exception):
@@ -132,15 +136,23 @@ def classify(obj):
         if head in ("numba.cuda", "gpusim.cuda") and tail in _CUDA_SUBMODULES:
             return ("cuda", _CUDA_SUBMODULES[tail])
         return ("unknown", obj)
+    if isinstance(obj, enum.Enum):
+        return classify(enum_value(obj))     # numba types an enum member by its value (IntEnum: as int64)
     it = _intrinsic(obj)
     if it is not None:
         return it
     if isinstance(obj, _nbtypes.Scalar):
         return ("dtype", obj.dtype)
+    if isinstance(getattr(obj, "_gpusim_vector", None), str):
+        return ("vector", obj._gpusim_vector)    # cuda.float32x4, cuda.float4: a vector type's constructor
     if isinstance(getattr(type(obj), "_gpusim_untyped", None), str):
         return ("untyped", type(obj)._gpusim_untyped)   # a CUDA ufunc: numba-cuda has no type for it in a kernel
     if getattr(obj, "_gpusim_frontend", None) == "cuda" or \
             isinstance(getattr(obj, "py_func", None), types.FunctionType):
+        sigs = getattr(obj, "signatures", None)
+        if getattr(obj, "device", False) and isinstance(sigs, list) and len(sigs) == 1 and \
+                isinstance(sigs[0], _nbtypes.Signature):
+            _DEVFN_SIGNATURE[obj.py_func] = sigs[0]
         return ("devfn", obj.py_func)       # gpusim / numba-cuda device functions, numba @njit helpers
     if isinstance(obj, bool) or isinstance(obj, (int, float, np.bool_)) or isinstance(obj, np.number):
         return ("const", obj)
@@ -184,6 +196,23 @@ def classify(obj):
     return ("unknown", obj)
 
 
+def enum_value(member):
+    """The value numba gives an enum member in a kernel: an IntEnum's (IntFlag's) as an int64, an Enum's its value."""
+    if isinstance(member, int):
+        return np.int64(int(member))
+    return member.value
+
+
+#: the one signature a device function was declared with (``cuda.jit("int32(int32)", device=True)``), by its Python
+#: function: numba compiles the function for it alone and converts a call's arguments and result to its types
+_DEVFN_SIGNATURE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def devfn_signature(py_func):
+    """The signature a device function was declared with (its only one), else None."""
+    return _DEVFN_SIGNATURE.get(py_func)
+
+
 def _const_tuple(t):
     return tuple(_const_tuple(x) if isinstance(x, tuple) else const(x) for x in t)
 
@@ -205,7 +234,18 @@ class StaticResolver:
             base = self.static(node.value)
             if base is None:
                 return None
+            if node.attr == "value" and isinstance(node.value, ast.Attribute):      # Color.red.value
+                owner = self.static(node.value.value)
+                if owner is not None and owner[0] == "unknown" and isinstance(owner[1], enum.EnumMeta):
+                    return base
             return self.static_attr(base, node.attr, node)
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
+                isinstance(node.slice.value, str) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            base = self.static(node.value)                   # Color["red"]: the member by its name
+            if base is not None and base[0] == "unknown" and isinstance(base[1], enum.EnumMeta):
+                if node.slice.value not in base[1].__members__:
+                    raise self.compile_error(f"{base[1].__name__} has no member {node.slice.value!r}", node)
+                return classify(base[1].__members__[node.slice.value])
         return None
 
     def static_attr(self, tag, attr, node):
@@ -232,6 +272,8 @@ class StaticResolver:
                 if path[0] == "fp16" and len(path) == 2 and attr not in FP16_FUNCTIONS:
                     raise self.unsupported(f"cuda.fp16.{attr}", node)
                 return ("cuda", path)
+            if len(path) == 1 and attr in VECTOR_STUBS:
+                return ("vector", VECTOR_STUBS[attr]._gpusim_vector)
             if path[:-1] in _CUDA_VALUE:
                 raise self.compile_error(f"Unknown attribute {attr!r} of type Dim3 (cuda.{'.'.join(path)}: only "
                                          ".x, .y and .z)", node)
@@ -255,6 +297,10 @@ class StaticResolver:
             return c
         if kind in ("const",):
             raise self.unsupported(f"attribute .{attr} of a constant", node)
+        if kind == "unknown" and isinstance(tag[1], enum.EnumMeta):
+            if attr not in tag[1].__members__:
+                raise self.compile_error(f"Unknown attribute {attr!r} of type {tag[1].__name__}", node)
+            return classify(tag[1].__members__[attr])        # Color.red: the member, typed by its value
         if kind == "unknown" and isinstance(tag[1], types.ModuleType):
             # any other module (operator, the script's own helper module ``vm.transform_device``): numba types
             # a module global and resolves its attributes as globals

@@ -16,7 +16,8 @@ import numpy as np
 
 from .analysis import _contains
 from .astgen import _BINOPS, _CMPOPS, _CONSTRUCT_NAMES, _UNOPS, _c, _lam, _load, _rt, _store
-from .resolve import _CUDA_CALLS, _CUDA_VALUE, NeedsArgDtypes, _const_tuple, _numba_dtype
+from .resolve import _CUDA_CALLS, _CUDA_VALUE, NeedsArgDtypes, _const_tuple, _numba_dtype, devfn_signature
+from . import types as _nbtypes
 from ..errors import CompileError
 from .values import const
 
@@ -144,6 +145,9 @@ class ExpressionRewriter:
         if t is ast.IfExp:
             return _rt("ifexp", self.expr(n.test), _lam(self.expr(n.body)), _lam(self.expr(n.orelse)), _c(line))
         if t is ast.Subscript:
+            tag = self.static(n) if isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str) else None
+            if tag is not None:                              # Color["red"]: an enum member
+                return self.value_of(tag, n)
             if _contains([n.slice], (ast.Slice,)) or any(isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis)
                                                          for e in ast.walk(n.slice)):
                 # a slicing subscript: its source names the view it makes in messages
@@ -175,6 +179,12 @@ class ExpressionRewriter:
         if tag is not None and tag[0] == "dtype":
             return (("dtype", np.dtype(tag[1])),)
         raise self.unsupported(f"isinstance() with {ast.unparse(t)!r}", t)
+
+    def _to_declared(self, e, t, line):
+        """``e`` converted to the scalar type ``t`` of a device function's declared signature (else as it is)."""
+        if isinstance(t, _nbtypes.Scalar):
+            return _rt("cast", e, self.k(np.dtype(t.dtype)), _c(line))
+        return e
 
     def _static_arguments(self, py_func, args) -> tuple[dict, list]:
         """The positional arguments of a device-function call that numba-cuda types as compile-time values, which
@@ -249,10 +259,10 @@ class ExpressionRewriter:
 
     def _array_decl(self, n, space):
         args = {}
-        names = ["shape", "dtype"]
+        names = ["shape", "dtype", "alignment"]
         for i, a in enumerate(n.args):
-            if i >= 2:
-                raise self.compile_error(f"cuda.{space}.array takes (shape, dtype)", n)
+            if i >= 3:
+                raise self.compile_error(f"cuda.{space}.array takes (shape, dtype, alignment=None)", n)
             args[names[i]] = a
         for kw in n.keywords:
             if kw.arg not in names:
@@ -302,9 +312,30 @@ class ExpressionRewriter:
         dynamic = space == "shared" and (shape == (0,))
         if any(s < 0 for s in shape) or (space == "local" and any(s == 0 for s in shape)):
             raise self.compile_error(f"cuda.{space}.array shape {shape} is invalid (array length <= 0)", n)
+        align = self._array_alignment(args.get("alignment"), space, n)
         name = self.assign_target or f"{space}_array@{n.lineno}"
-        slot = self.ctx.add_slot(space, name, shape, dtype, dynamic)
+        slot = self.ctx.add_slot(space, name, shape, dtype, dynamic, align)
         return _rt("shared_array" if space == "shared" else "local_array", self.k(slot), _c(n.lineno))
+
+    def _array_alignment(self, e, space, n):
+        """``alignment=`` of a shared / local array: None or a constant power of two, a multiple of 8 (numba-cuda's
+        checks, with its messages); the array's byte offset is aligned to it."""
+        if e is None:
+            return None
+        try:
+            a = self.static_eval(e)
+        except CompileError:
+            a = self._local_constant(e)
+        if a is None:
+            return None
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise self.compile_error(f"cuda.{space}.array: alignment must be a constant integer", n)
+        a = int(a)
+        msg = "Alignment must be positive" if a <= 0 else "Alignment must be a power of 2" if a & (a - 1) else \
+            "Alignment must be a multiple of 8" if a % 8 else None
+        if msg is not None:
+            raise self.compile_error(f"cuda.{space}.array: {msg}", n)
+        return a
 
     def call(self, n):
         line = n.lineno
@@ -353,6 +384,11 @@ class ExpressionRewriter:
                 f"{what[0]!r}, {str(what[1])!r}) and linked from {src}: gpusim runs the kernel's Python source and "
                 f"cannot execute CUDA C/C++ or PTX; write the function in Python as a @cuda.jit(device=True) "
                 f"function (it is inlined and costed like the kernel's own code)", n)
+        if kind == "vector":
+            if n.keywords:
+                raise self.compile_error(f"keyword arguments to the vector type {tag[1]}", n)
+            return _rt("vector_make", _c(tag[1]), ast.Tuple(elts=[self.expr(a) for a in n.args], ctx=ast.Load()),
+                       _c(line))
         if kind == "cudarandom":
             if n.keywords:
                 raise self.unsupported(f"keyword arguments to {tag[1]}", n)
@@ -374,8 +410,19 @@ class ExpressionRewriter:
             cf, _, _ = self.ctx.compile_function(tag[1], "device", bound)
             name = f"_gs_D_{cf.name}_{id(cf) % 100000}"
             self.ns[name] = cf.fn
-            return ast.Call(func=_load(name), args=[_load("_rt")] + [self.expr(a) for a in rest],
-                            keywords=[ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords])
+            args = [self.expr(a) for a in rest]
+            kws = [ast.keyword(arg=kw.arg, value=self.expr(kw.value)) for kw in n.keywords]
+            sig = devfn_signature(tag[1]) if not bound else None
+            if sig is None:
+                return ast.Call(func=_load(name), args=[_load("_rt")] + args, keywords=kws)
+            # declared with a signature: numba converts the arguments to its types, and the result to its return type
+            params = tag[1].__code__.co_varnames[:tag[1].__code__.co_argcount]
+            args = [self._to_declared(a, sig.args[i] if i < len(sig.args) else None, line) for i, a in enumerate(args)]
+            for kw in kws:
+                i = params.index(kw.arg) if kw.arg in params else len(sig.args)
+                kw.value = self._to_declared(kw.value, sig.args[i] if i < len(sig.args) else None, line)
+            return self._to_declared(ast.Call(func=_load(name), args=[_load("_rt")] + args, keywords=kws),
+                                     sig.return_type, line)
         if kind == "npreduce":
             if len(n.args) != 1 or n.keywords:
                 raise self.unsupported(f"{ast.unparse(n.func)} with more than the array", n)
@@ -452,6 +499,8 @@ class ExpressionRewriter:
                 return _rt("builtin_divmod", args[0], args[1], _c(line))
             if b == "complex" and len(args) in (1, 2):
                 return _rt("make_complex", ast.Tuple(elts=args, ctx=ast.Load()), _c(line))
+            if b == "tuple" and len(args) <= 1:
+                return _rt("builtin_tuple", args[0], _c(line)) if args else ast.Tuple(elts=[], ctx=ast.Load())
             if b == "slice":
                 if not 1 <= len(args) <= 3:
                     raise self.compile_error(f"slice() takes 1 to 3 arguments ({len(args)} given)", n)

@@ -49,6 +49,7 @@ import numpy as np
 from ..errors import UnsupportedConstruct
 from ..trace import WARP, Op, OpTable
 from .arith import MATH_FUNCTIONS, Arith
+from .complexmath import ComplexMath
 from .atomics import Atomics
 from .control import Control, Frame
 from .devlib import DeviceLibrary
@@ -60,6 +61,7 @@ from .records import Records
 from .unroll import LoopRecord, unroll_loops, unroll_pressure
 from .values import (BOOL, EMPTY, Dim3, F32, F64, I32, I64, U32, U64, UNDEF, ArrayRef, ArrayView, GlobalArray, LocalArray,
                      Mask, Shape, SharedArray, SubArray, V, arith_type, const, m_and, m_andnot, m_or, unify)
+from .vectors import Vectors
 from .warp import WarpOps
 
 # the chunk and the launch, and (re-exported) the names other modules and tests know from here
@@ -136,7 +138,8 @@ class Launch:
 
 # ---- the chunk ----------------------------------------------------------------------------------------------
 
-class Chunk(Recording, Arith, Control, Indexing, Views, Records, MemoryAccess, Atomics, WarpOps, DeviceLibrary):
+class Chunk(Recording, Arith, ComplexMath, Control, Indexing, Views, Records, Vectors, MemoryAccess, Atomics, WarpOps,
+            DeviceLibrary):
     """``_rt`` of the rewritten kernel: executes ``C`` consecutive CTAs in lockstep and records their trace."""
 
     def __init__(self, launch: Launch, first_cta: int, n_ctas: int):

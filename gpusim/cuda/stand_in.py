@@ -27,6 +27,7 @@ def _numba_shim():
             setattr(shim, name, v)
     from . import vectorizers
     shim.vectorize, shim.guvectorize = vectorizers.vectorize, vectorizers.guvectorize
+    gcuda.vectorize, gcuda.guvectorize = vectorizers.vectorize, vectorizers.guvectorize   # numba.cuda.vectorize
     mods = {"numba": shim, "numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,
             "numba.cuda.cg": gcuda.cg, "numba.types": gcuda.types, "numba.cuda.vectorizers": vectorizers,
             "numba.cuda.libdevice": gcuda.libdevice}
@@ -63,6 +64,7 @@ def numba_cuda_is_gpusim():
     shelf = Displaced("numba.cuda", guard, [[numba, "cuda", numba.__dict__.get("cuda", MISSING)]])
     from . import vectorizers
     from . import cudadrv
+    gcuda.vectorize, gcuda.guvectorize = vectorizers.vectorize, vectorizers.guvectorize   # numba.cuda.vectorize
     drv = {"numba.cuda.cudadrv": cudadrv, **cudadrv.MODULES}
     saved = {k: sys.modules.get(k) for k in drv}
     sys.modules.update({"numba.cuda": gcuda, "numba.cuda.random": gcuda.random, "numba.cuda.types": gcuda.types,

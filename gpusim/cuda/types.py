@@ -233,7 +233,8 @@ def typeof(value) -> Type:
     if isinstance(value, np.generic):
         return from_dtype(value.dtype)
     if isinstance(value, tuple):
-        return Tuple(tuple(typeof(v) for v in value))
+        return Tuple(tuple(typeof(v) for v in value),
+                     type(value) if isinstance(getattr(type(value), "_fields", None), tuple) else None)
     a = getattr(value, "_ary", value)
     if not isinstance(a, np.ndarray) and (type(value).__module__ or "").startswith("torch"):
         from .memory import as_device_storage     # a torch tensor: typed as the array it is (numba reads its
@@ -245,10 +246,15 @@ def typeof(value) -> Type:
 
 
 class Tuple(Type):
-    def __init__(self, types):
+    """A tuple's type; ``pyclass``: a namedtuple's class (numba's NamedTuple / NamedUniTuple)."""
+
+    def __init__(self, types, pyclass=None):
         self.types = tuple(types)
+        self.pyclass = pyclass
         self.name = f"UniTuple({self.types[0]} x {len(self.types)})" if self.types and \
             all(t == self.types[0] for t in self.types) else f"Tuple({', '.join(map(str, self.types))})"
+        if pyclass is not None:
+            self.name = f"{pyclass.__name__}({', '.join(map(str, self.types))})"
 
 
 def parse_signature(sig) -> Signature:

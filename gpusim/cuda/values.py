@@ -98,6 +98,8 @@ def kind_name(x) -> str:
     if isinstance(x, ARRAYS):
         return f"array({x.dtype}, {x.ndim}d)"
     if isinstance(x, tuple):
+        if hasattr(x, "vname"):                   # a vector type's value (vectors.Vec)
+            return x.vname
         return "Tuple(" + ", ".join(kind_name(e) for e in x) + ")"
     if isinstance(x, Dim3):
         return "Dim3"
@@ -117,6 +119,24 @@ def _fix(x):
 #: a value keeps at most this many producers (the most recent ones).  Masked merges inside divergent loops
 #: would otherwise accumulate every earlier producer; the older ones have long completed on the hardware.
 MAX_DEPS = 8
+
+
+def convert(x, dt: np.dtype):
+    """``x`` (a numpy scalar or array) as ``dt``, as the GPU converts: a float to a 32- or 64-bit integer is
+    truncated and clamped to the integer's range, NaN to 0 (PTX ``cvt.rzi``, which numba-cuda's ``fptosi`` /
+    ``fptoui`` lower to), where numpy's cast of an out-of-range value is undefined (x86 gives INT_MIN)."""
+    x = np.asarray(x) if not isinstance(x, (np.ndarray, np.generic)) else x
+    if x.dtype.kind != "f" or dt.kind not in "iu" or dt.itemsize < 4:
+        return x.astype(dt)
+    info = np.iinfo(dt)
+    with np.errstate(invalid="ignore"):
+        hi = x >= float(info.max)
+        lo = x <= float(info.min)
+        bad = hi | lo | np.isnan(x)
+        if not np.any(bad):
+            return x.astype(dt)
+        r = np.where(bad, 0, x).astype(dt)
+    return _fix(np.where(hi, dt.type(info.max), np.where(lo, dt.type(info.min), r)).astype(dt))
 
 
 def _union(a: tuple, b: tuple) -> tuple:

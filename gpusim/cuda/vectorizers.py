@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LaunchError
-from .types import Array, parse_signature
+from .types import Array, NoneType, parse_signature
 
 _MAX_ARGS = 6
 
@@ -96,10 +96,26 @@ def _gufunc_kernel(dev, nargs: int):
 def _dtype_of(t) -> np.dtype:
     if isinstance(t, Array):
         t = t.dtype
-    if not hasattr(t, "dtype") and type(t).__module__.startswith("numba"):   # numba's own types (from numba import float64)
+    if (type(t).__module__ or "").startswith("numba"):   # numba's own types (from numba import float64; float64[:])
         from numba.np.numpy_support import as_dtype
         return np.dtype(as_dtype(getattr(t, "dtype", t)))
     return np.dtype(t.dtype)
+
+
+def _inferred_return(func, ins) -> np.dtype:
+    """The return type of a ufunc signature given without one (``'(int16, int16)'``): numba infers it by typing
+    the function for the arguments (its returns unified); here numba's own typing does it (its CPU compiler, the
+    same typing rules), where numba is installed and the function compiles for the CPU."""
+    try:
+        import numba
+        from numba.np.numpy_support import as_dtype, from_dtype
+        disp = numba.njit(tuple(from_dtype(d) for d in ins))(func)
+        return np.dtype(as_dtype(disp.nopython_signatures[0].return_type))
+    except Exception as e:                       # noqa: BLE001 - numba missing, or the function is CUDA-only
+        raise TypeError(f"@vectorize(target='cuda') on {func.__name__!r}: the signature "
+                        f"({', '.join(map(str, ins))}) has no return type and gpusim could not infer it "
+                        f"({type(e).__name__}: {str(e)[:200]}); write it as 'float64({', '.join(map(str, ins))})'") \
+            from None
 
 
 #: a Python scalar argument goes with any loop of these kinds (numpy's "weak" scalars, NEP 50)
@@ -150,7 +166,10 @@ class _UFunc:
         self._loops = []
         for s in sigs:
             sig = parse_signature(s)
-            self._loops.append(([_dtype_of(t) for t in sig.args], [_dtype_of(sig.return_type)]))
+            ins = [_dtype_of(t) for t in sig.args]
+            ret = sig.return_type              # none: '(int16, int16)', the arguments alone
+            none = ret is None or isinstance(ret, NoneType) or str(ret) == "none"
+            self._loops.append((ins, [_inferred_return(func, ins) if none else _dtype_of(ret)]))
         if not self._loops:
             raise TypeError(f"@vectorize(target='cuda') on {func.__name__!r} needs its signatures "
                             "(['float32(float32, float32)', ...])")
@@ -223,6 +242,10 @@ class _GUFunc:
                                 f"layout {layout!r} {nargs}")
             dts = [_dtype_of(t) for t in sig.args]
             self._loops.append((dts[:len(self._ins)], dts[len(self._ins):]))
+            # an input of core shape () declared as an array (old style: "(n),()->(n)" with int32[:]): numba
+            # passes it as a 1-element array
+            self._scalar_as_array = [(isinstance(t, Array) or getattr(t, "ndim", 0) >= 1 and not isinstance(t, np.dtype))
+                                     and not core for t, core in zip(sig.args, self._ins)]
         if not self._loops:
             raise TypeError(f"@guvectorize(target='cuda') on {func.__name__!r} needs its signatures")
         if not 2 <= nargs <= _MAX_ARGS:
@@ -257,8 +280,10 @@ class _GUFunc:
         loop = np.broadcast_shapes(*loop_shapes)
         n = int(np.prod(loop, dtype=np.int64))
         dev_args = []
-        for a, core, t in zip(arrs, self._ins, ins):
+        for a, core, t, as_arr in zip(arrs, self._ins, ins, self._scalar_as_array):
             full = np.broadcast_to(a, loop + a.shape[a.ndim - len(core):]).astype(t, copy=False)
+            if as_arr:
+                full = full.reshape(full.shape + (1,))
             dev_args.append(cuda.to_device(np.ascontiguousarray(full).reshape((max(n, 1),) + full.shape[len(loop):])
                                            if n else np.zeros((1,) + full.shape[len(loop):], t)))
         res = []

@@ -437,6 +437,44 @@ class Views:
             return view
         raise self._err(UnsupportedConstruct, f"array attribute .{name}", line)
 
+    def view_reshape(self, obj, shape, line) -> ArrayView:
+        """``a.reshape(n, m)`` / ``a.reshape((n, m))`` of a C-contiguous array, as numba-cuda makes it: a view of
+        the same elements with the new shape (one dimension may be -1: inferred), C-contiguous strides."""
+        v = self._as_view(obj, line)
+        if not v.contig:
+            raise self._err(CompileError, f"reshape() supports contiguous array only ({v.name} is not "
+                            "C-contiguous)", line)
+        if len(shape) == 1 and isinstance(shape[0], tuple):
+            shape = shape[0]
+        dims = []
+        for d in shape:
+            d = self._val(d, line)
+            if d.v.dtype.kind not in "iu":
+                raise self._err(CompileError, f"reshape() takes integers, not {d.v.dtype}", line)
+            dims.append(np.asarray(d.v, dtype=I64))
+        total = np.ones((), I64)
+        for n in v.lens:
+            total = total * np.asarray(n.v, dtype=I64)
+        known = np.ones((), I64)
+        for d in dims:
+            known = known * np.where(d < 0, 1, d)
+        if sum(1 for d in dims if np.any(d < 0)) > 1 or np.any([np.any(d < -1) for d in dims]):
+            raise self._err(KernelError, "reshape(): negative dimensions other than one -1 are not allowed", line)
+        dims = [np.where(d < 0, total // np.maximum(known, 1), d) for d in dims]
+        new_total = np.ones((), I64)
+        for d in dims:
+            new_total = new_total * d
+        act = self.mask.a if self.mask.a is not None else True
+        if np.any((new_total != total) & act):
+            raise self._err(KernelError, "reshape(): total size of new array must be unchanged", line)
+        lens = [V(_fix(d), (), type(d) is not np.ndarray or d.ndim == 0) for d in dims]
+        strides, st = [], np.ones((), I64)
+        for d in reversed(dims):
+            strides.append(V(_fix(st), (), type(st) is not np.ndarray or st.ndim == 0))
+            st = st * d
+        return ArrayView(v.base, v.offset, lens, strides[::-1], (None,) * len(dims), f"{v.name}.reshape(...)",
+                         v.bad, len(self.frames), True)
+
     def complex_parts_view(self, obj, name, line):
         """``a.real`` / ``a.imag`` of a complex array: a view of its float parts (numba-cuda: the same bytes,
         strided by the complex item; writable, ``cuda.atomic.add(a.real, i, 1)``)."""
