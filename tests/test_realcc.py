@@ -332,6 +332,45 @@ def test_libdevice_functions_imported_by_name_reach_the_real_compiler(fresh_cach
     np.testing.assert_allclose(launch["args"][1], want, rtol=1e-5, atol=1e-5)
 
 
+CONSTEXPR_DEFAULT_KERNEL = textwrap.dedent('''
+    import numpy as np
+    from gpusim import triton
+    from gpusim.triton import language as tl
+
+    MODE_DOUBLE: tl.constexpr = tl.constexpr(0)
+    MODE_COPY: tl.constexpr = tl.constexpr(3)
+
+
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr, mode: tl.constexpr = MODE_COPY):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs)
+        if mode == MODE_DOUBLE:
+            x = x * 2
+        tl.store(out_ptr + offs, x)
+
+
+    def launch():
+        x = np.arange(64, dtype=np.float32)
+        return {"kernel": k, "grid": (1,), "args": [x, np.zeros(64, np.float32)], "meta": {"BLOCK": 64}}
+    ''')
+
+
+@needs_triton
+def test_a_module_constexpr_as_a_parameters_default_reaches_the_real_compiler(fresh_cache, tmp_path):
+    """``reduction: tl.constexpr = _REDUCTION_MODE_BATCHMEAN`` (Liger-Kernel's kl_div / tvd): a global named only in
+    a default value is Triton's constexpr for the real compiler too (it refused gpusim's: "Unsupported function
+    referenced: constexpr[3]"), and the default itself is Triton's. The kernel is gpusim's (as under ``gpusim run``
+    of a script)."""
+    f = tmp_path / "tl_constexpr_default.py"
+    f.write_text(CONSTEXPR_DEFAULT_KERNEL)
+    from gpusim.cli import load_kernel_file
+    launch = load_kernel_file(str(f)).launch()
+    tr = _triton_trace(launch, "real")
+    assert tr.meta["compiler"]["used"] == "real", tr.meta["compiler"]
+    np.testing.assert_array_equal(launch["args"][1], launch["args"][0])
+
+
 LOOP_TYPE_KERNEL = textwrap.dedent('''
     import numpy as np
     import triton

@@ -189,8 +189,9 @@ def _rebind(v):
 
 def _annotation_names(fn) -> set[str]:
     """Names the annotations of ``fn``'s parameters and local variables use (``M: ce`` after ``from
-    triton.language.core import constexpr as ce``): Triton's code generator looks them up as globals, and Python's
-    code object does not name them."""
+    triton.language.core import constexpr as ce``) and its parameters' default values (``mode: tl.constexpr =
+    MODE_SUM``, Liger's reduction modes): Triton's code generator looks them up as globals, and Python's code
+    object does not name them."""
     import ast
     import inspect
     import textwrap
@@ -203,6 +204,10 @@ def _annotation_names(fn) -> set[str]:
         ann = node.annotation if isinstance(node, (ast.arg, ast.AnnAssign)) else None
         if ann is not None:
             out |= {n.id for n in ast.walk(ann) if isinstance(n, ast.Name)}
+        if isinstance(node, ast.arguments):
+            for d in [*node.defaults, *node.kw_defaults]:
+                if d is not None:
+                    out |= {n.id for n in ast.walk(d) if isinstance(n, ast.Name)}
     return out
 
 
@@ -234,8 +239,10 @@ def jit_of(fn, jit_options: dict):
             for n in _global_names(fn):
                 if n in g:
                     g[n] = _rebind(g[n])
-            f = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
-            f.__kwdefaults__ = fn.__kwdefaults__
+            defaults = tuple(_rebind(d) for d in fn.__defaults__) if fn.__defaults__ else fn.__defaults__
+            f = types.FunctionType(fn.__code__, g, fn.__name__, defaults, fn.__closure__)
+            f.__kwdefaults__ = ({k: _rebind(d) for k, d in fn.__kwdefaults__.items()} if fn.__kwdefaults__
+                                else fn.__kwdefaults__)
             f.__annotations__ = {k: _rebind(a) for k, a in (getattr(fn, "__annotations__", {}) or {}).items()}
             f.__module__ = fn.__module__
             f.__qualname__ = fn.__qualname__
