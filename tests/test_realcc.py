@@ -371,6 +371,42 @@ def test_a_module_constexpr_as_a_parameters_default_reaches_the_real_compiler(fr
     np.testing.assert_array_equal(launch["args"][1], launch["args"][0])
 
 
+SAME_NAME_HELPER_KERNEL = textwrap.dedent('''
+    import numpy as np
+    from gpusim import triton
+    from gpusim.triton import language as tl
+
+
+    @triton.jit
+    def exp(x): return tl.exp(x.to(tl.float32))
+
+
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, exp(tl.load(x_ptr + offs)))
+
+
+    def launch():
+        x = np.linspace(-2, 2, 64).astype(np.float32)
+        return {"kernel": k, "grid": (1,), "args": [x, np.zeros(64, np.float32)], "meta": {"BLOCK": 64}}
+    ''')
+
+
+@needs_triton
+def test_a_helper_named_as_the_tl_function_it_calls_reaches_the_real_compiler(fresh_cache, tmp_path):
+    """fla's ``def exp(x): return tl.exp(x.to(tl.float32))``: the helper's code object names ``exp`` (the attribute),
+    which is the helper itself among the module's globals; rebinding it for the real compiler must not recurse
+    (it did: "RecursionError: maximum recursion depth exceeded", and the built-in estimate was used)."""
+    f = tmp_path / "tl_same_name_helper.py"
+    f.write_text(SAME_NAME_HELPER_KERNEL)
+    from gpusim.cli import load_kernel_file
+    launch = load_kernel_file(str(f)).launch()
+    tr = _triton_trace(launch, "real")
+    assert tr.meta["compiler"]["used"] == "real", tr.meta["compiler"]
+    np.testing.assert_allclose(launch["args"][1], np.exp(launch["args"][0]), rtol=1e-6)
+
+
 LOOP_TYPE_KERNEL = textwrap.dedent('''
     import numpy as np
     import triton

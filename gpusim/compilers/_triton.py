@@ -114,6 +114,8 @@ def _language_with_core(tl):
 
 
 _JITTED: dict = {}
+#: the functions ``jit_of`` is rebinding now: a global naming one of them again is left as it is
+_IN_PROGRESS: set = set()
 
 
 @contextlib.contextmanager
@@ -160,6 +162,10 @@ def _rebind(v):
         inner = v
         while hasattr(inner, "fn") and not isinstance(inner, types.FunctionType):
             inner = inner.fn
+        if inner in _IN_PROGRESS:
+            # a helper named in its own code object only as an attribute (fla's ``def exp(x): return
+            # tl.exp(x)``): Triton's code generator never looks that name up (and refuses a recursive call)
+            return v
         return jit_of(inner, {})
     if type(v).__name__ == "constexpr" and hasattr(v, "value"):
         return tl.constexpr(v.value)
@@ -236,9 +242,13 @@ def jit_of(fn, jit_options: dict):
         f = fn
         if _needs_rebind(fn):
             g = dict(fn.__globals__)
-            for n in _global_names(fn):
-                if n in g:
-                    g[n] = _rebind(g[n])
+            _IN_PROGRESS.add(fn)
+            try:
+                for n in _global_names(fn):
+                    if n in g:
+                        g[n] = _rebind(g[n])
+            finally:
+                _IN_PROGRESS.discard(fn)
             defaults = tuple(_rebind(d) for d in fn.__defaults__) if fn.__defaults__ else fn.__defaults__
             f = types.FunctionType(fn.__code__, g, fn.__name__, defaults, fn.__closure__)
             f.__kwdefaults__ = ({k: _rebind(d) for k, d in fn.__kwdefaults__.items()} if fn.__kwdefaults__
