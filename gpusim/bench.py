@@ -238,6 +238,11 @@ def torch_cuda_is_host():
     saved = {k: torch.cuda.__dict__.get(k) for k in answers}
     for k, f in answers.items():
         setattr(torch.cuda, k, f)
+    # torch.set_default_device("cuda") (Triton-Puzzles' GPU mode): factory functions then make host tensors. Torch
+    # keeps its default-device mode below every other mode, so the device is translated where it is set
+    real_set_default = torch.set_default_device
+    default_before = torch.get_default_device()
+    torch.set_default_device = functools.wraps(real_set_default)(lambda device: real_set_default(host(device)))
     # torch.library.wrap_triton(kernel)[grid](...) launches the kernel itself, as in eager mode with plain tensors
     wrap = None
     try:
@@ -256,6 +261,9 @@ def torch_cuda_is_host():
         with _CudaIsHost():
             yield
     finally:
+        torch.set_default_device = real_set_default
+        if torch.get_default_device() != default_before:
+            real_set_default(default_before)
         torch.library.Library.impl = real_impl
         for k, f in saved.items():
             setattr(torch.cuda, k, f)

@@ -920,3 +920,60 @@ def test_const_pointer_arguments():
         store_to_const_kernel[(1,)](x, B=16)
     assert "Cannot store to a constant pointer" in str(ei.value)
     assert ei.value.line == _line_of(store_to_const_kernel, "tl.store(")
+
+
+# ---- `print(B0, N0)` in a kernel is tl.device_print with a non-string prefix: refused as Triton 3.6 refuses it ------
+
+@triton.jit
+def print_prefix_kernel(x_ptr, y_ptr, n, B: tl.constexpr):
+    o = tl.arange(0, B)
+    print("x", n)
+    tl.store(y_ptr + o, tl.load(x_ptr + o) + 1)
+
+
+@triton.jit
+def print_constexpr_first_kernel(x_ptr, n, B: tl.constexpr):
+    print(B, n)
+    tl.store(x_ptr + tl.arange(0, B), tl.zeros([B], tl.float32))
+
+
+def test_print_in_a_kernel_needs_a_string_prefix():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros_like(x)
+    print_prefix_kernel[(1,)](x, y, 8, B=8)
+    np.testing.assert_array_equal(y, x + 1)
+    with pytest.raises(CompileError) as ei:
+        print_constexpr_first_kernel[(1,)](x, 8, B=8)
+    assert "8 is not string" in str(ei.value)
+    assert ei.value.line == _line_of(print_constexpr_first_kernel, "print(B, n)")
+
+
+# ---- torch.set_default_device("cuda") in a script (Triton-Puzzles' GPU mode): factory functions give host tensors ---
+
+def test_set_default_device_cuda_in_a_script(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "default_device.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def double(x_ptr, y_ptr, N: tl.constexpr):
+            o = tl.arange(0, N)
+            tl.store(y_ptr + o, tl.load(x_ptr + o) * 2)
+
+
+        torch.set_default_device("cuda")
+        x = torch.rand(32) - 0.5
+        y = torch.zeros(32)
+        double[(1,)](x, y, 32)
+        print("doubled", torch.equal(y, 2 * x), x.is_cuda, torch.arange(4).sum().item())
+    '''))
+    import torch
+    before = torch.get_default_device()
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "doubled True True 6" in capsys.readouterr().out
+    assert torch.get_default_device() == before
