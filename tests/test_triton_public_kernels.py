@@ -937,6 +937,13 @@ def print_constexpr_first_kernel(x_ptr, n, B: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, B), tl.zeros([B], tl.float32))
 
 
+@triton.jit
+def print_tensor_first_kernel(x_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    print(r)
+    tl.store(x_ptr + r, r.to(tl.float32))
+
+
 def test_print_in_a_kernel_needs_a_string_prefix():
     x = np.arange(8, dtype=np.float32)
     y = np.zeros_like(x)
@@ -946,6 +953,9 @@ def test_print_in_a_kernel_needs_a_string_prefix():
         print_constexpr_first_kernel[(1,)](x, 8, B=8)
     assert "8 is not string" in str(ei.value)
     assert ei.value.line == _line_of(print_constexpr_first_kernel, "print(B, n)")
+    with pytest.raises(CompileError) as ei:
+        print_tensor_first_kernel[(1,)](x, B=8)
+    assert "int32[8] is not string" in str(ei.value)        # the tensor named as Triton names it
 
 
 # ---- torch.set_default_device("cuda") in a script (Triton-Puzzles' GPU mode): factory functions give host tensors ---
