@@ -987,3 +987,32 @@ def test_set_default_device_cuda_in_a_script(tmp_path, capsys):
     assert main(["run", str(f), "--compiler", "builtin"]) == 0
     assert "doubled True True 6" in capsys.readouterr().out
     assert torch.get_default_device() == before
+
+
+# ---- triton.compiler.CompiledKernel (unsloth's grouped GEMM annotates with it) -----------------------------------
+
+def test_triton_compiler_compiled_kernel_is_what_a_launch_returns(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "compiled_kernel.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def iota(x_ptr, B: tl.constexpr):
+            tl.store(x_ptr + tl.arange(0, B), tl.arange(0, B).to(tl.float32))
+
+
+        def log_kernel_info(compiled_kernel: triton.compiler.CompiledKernel):
+            return compiled_kernel.name, compiled_kernel.n_regs > 0
+
+
+        x = torch.zeros(16, device="cuda")
+        ck = iota[(1,)](x, B=16)
+        print("compiled", isinstance(ck, triton.compiler.CompiledKernel), log_kernel_info(ck), x[:3].tolist())
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "compiled True ('iota', True) [0.0, 1.0, 2.0]" in capsys.readouterr().out
