@@ -672,7 +672,7 @@ def test_tl_random_module_names_the_philox_helpers():
     assert sys.modules["gpusim.triton.language.random"].randint is tl.randint
 
 
-# ---- a tensor of the simulated GPU has a device index (GemLite: `fp4_vals[t.device.index]`) -----------------------
+# ---- a tensor of the simulated GPU is on cuda:0 (GemLite: `fp4_vals[t.device.index]`; unsloth: device.type) --------
 
 def test_a_scripts_cuda_tensor_has_device_index_zero(tmp_path, capsys):
     pytest.importorskip("torch")
@@ -696,9 +696,14 @@ def test_a_scripts_cuda_tensor_has_device_index_zero(tmp_path, capsys):
         with torch.cuda.device(x.device.index):
             add_kernel[(2,)](x, table[x.device.index], y, x.numel(), B=64)
         print("index", x.device.index, torch.equal(y, x + 3), torch.empty(2, device=x.device).is_cuda)
+        # unsloth's grouped GEMM: `assert X.device.type == "cuda"`; the device's tensors are host tensors all the same
+        assert x.device.type == "cuda" and str(x.device) == "cuda:0" and x.device == torch.device("cuda", 0)
+        z = torch.zeros(4, device=x.device).to(x.device) + x.new_ones(4)
+        print("type", x.device.type, y.cpu().numpy()[:2].tolist(), z.sum().item(), z.device.type)
     '''))
     assert main(["run", str(f), "--compiler", "builtin"]) == 0
-    assert "index 0 True True" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "index 0 True True" in out and "type cuda [3.0, 4.0] 4.0 cuda" in out
 
 
 # ---- tl.dot_scaled (GemLite's MXFP GEMMs): operands upcast to bf16 times their scales, as Triton on an H100 ---------
