@@ -1021,3 +1021,21 @@ def test_triton_compiler_compiled_kernel_is_what_a_launch_returns(tmp_path, caps
     '''))
     assert main(["run", str(f), "--compiler", "builtin"]) == 0
     assert "compiled True ('iota', True) [0.0, 1.0, 2.0]" in capsys.readouterr().out
+
+
+# ---- Python's range in a kernel with keywords: Triton 3.6 reads the positional bounds and ignores the keywords ------
+
+@triton.jit
+def range_keywords_kernel(x_ptr, y_ptr, N: tl.constexpr, B: tl.constexpr, FLATTEN: tl.constexpr):
+    o = tl.arange(0, B)
+    acc = tl.zeros([B], tl.float32)
+    for i in range(N, flatten=FLATTEN):                 # unsloth's grouped GEMM
+        acc += tl.load(x_ptr + i * B + o)
+    tl.store(y_ptr + o, acc)
+
+
+def test_python_range_in_a_kernel_ignores_keywords():
+    x = np.arange(3 * 8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    range_keywords_kernel[(1,)](x, y, 3, 8, True)
+    np.testing.assert_array_equal(y, x.reshape(3, 8).sum(0))
