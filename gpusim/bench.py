@@ -9,7 +9,7 @@ simulated table and writes its plotly chart (``--save-path DIR``, default ``benc
 file.  ``--gpu`` picks the preset (``triton.runtime.driver.active``).  Torch tensors stay on the CPU:
 ``driver.active.get_active_torch_device()`` is ``cpu``, and while the script runs the simulated GPU is torch's
 ``cuda`` device (``torch_cuda_is_host``): ``device="cuda"``, ``.cuda()`` and ``.to("cuda")`` give host tensors,
-``tensor.is_cuda`` is true, and ``torch.cuda``'s queries (``is_available``, ``synchronize``,
+``tensor.is_cuda`` is true and ``tensor.device`` is ``cuda:0``, and ``torch.cuda``'s queries (``is_available``, ``synchronize``,
 ``get_device_properties`` ...) answer for the simulated GPU.  CUDA streams, events and graphs are not there (torch's
 own error, at the script's line).
 """
@@ -174,9 +174,10 @@ def torch_cuda_is_host():
     is_cuda = torch._C.TensorBase.__dict__["is_cuda"]
     device_of = torch._C.TensorBase.__dict__["device"]
     cpu = torch.device("cpu")
-    # a tensor of the simulated GPU has a device index (the one GPU, 0): `fp4_vals[x.device.index]`,
-    # `torch.cuda.device(x.device.index)`; its type stays "cpu", where its memory is
-    cpu0 = torch.device("cpu", 0)
+    # a tensor of the simulated GPU is on device cuda:0 (the one GPU): `fp4_vals[x.device.index]`,
+    # `torch.cuda.device(x.device.index)`, `assert x.device.type == "cuda"` (unsloth); torch calls given that device
+    # make host tensors, and gpusim reads where the memory really is (``_buffers.device_type``)
+    cuda0 = torch.device("cuda", 0)
 
     def host(d):
         if isinstance(d, torch.device):
@@ -192,7 +193,7 @@ def torch_cuda_is_host():
                 return True
             if owner is device_of:
                 d = func(*args, **(kwargs or {}))
-                return cpu0 if d.type == "cpu" and d.index is None else d
+                return cuda0 if d.type == "cpu" else d
             if func is torch.Tensor.cuda:
                 return args[0]
             kwargs = kwargs or {}
@@ -238,6 +239,11 @@ def torch_cuda_is_host():
     saved = {k: torch.cuda.__dict__.get(k) for k in answers}
     for k, f in answers.items():
         setattr(torch.cuda, k, f)
+    # torch.set_default_device("cuda") (Triton-Puzzles' GPU mode): factory functions then make host tensors. Torch
+    # keeps its default-device mode below every other mode, so the device is translated where it is set
+    real_set_default = torch.set_default_device
+    default_before = torch.get_default_device()
+    torch.set_default_device = functools.wraps(real_set_default)(lambda device: real_set_default(host(device)))
     # torch.library.wrap_triton(kernel)[grid](...) launches the kernel itself, as in eager mode with plain tensors
     wrap = None
     try:
@@ -256,6 +262,9 @@ def torch_cuda_is_host():
         with _CudaIsHost():
             yield
     finally:
+        torch.set_default_device = real_set_default
+        if torch.get_default_device() != default_before:
+            real_set_default(default_before)
         torch.library.Library.impl = real_impl
         for k, f in saved.items():
             setattr(torch.cuda, k, f)

@@ -332,6 +332,81 @@ def test_libdevice_functions_imported_by_name_reach_the_real_compiler(fresh_cach
     np.testing.assert_allclose(launch["args"][1], want, rtol=1e-5, atol=1e-5)
 
 
+CONSTEXPR_DEFAULT_KERNEL = textwrap.dedent('''
+    import numpy as np
+    from gpusim import triton
+    from gpusim.triton import language as tl
+
+    MODE_DOUBLE: tl.constexpr = tl.constexpr(0)
+    MODE_COPY: tl.constexpr = tl.constexpr(3)
+
+
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr, mode: tl.constexpr = MODE_COPY):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs)
+        if mode == MODE_DOUBLE:
+            x = x * 2
+        tl.store(out_ptr + offs, x)
+
+
+    def launch():
+        x = np.arange(64, dtype=np.float32)
+        return {"kernel": k, "grid": (1,), "args": [x, np.zeros(64, np.float32)], "meta": {"BLOCK": 64}}
+    ''')
+
+
+@needs_triton
+def test_a_module_constexpr_as_a_parameters_default_reaches_the_real_compiler(fresh_cache, tmp_path):
+    """``reduction: tl.constexpr = _REDUCTION_MODE_BATCHMEAN`` (Liger-Kernel's kl_div / tvd): a global named only in
+    a default value is Triton's constexpr for the real compiler too (it refused gpusim's: "Unsupported function
+    referenced: constexpr[3]"), and the default itself is Triton's. The kernel is gpusim's (as under ``gpusim run``
+    of a script)."""
+    f = tmp_path / "tl_constexpr_default.py"
+    f.write_text(CONSTEXPR_DEFAULT_KERNEL)
+    from gpusim.cli import load_kernel_file
+    launch = load_kernel_file(str(f)).launch()
+    tr = _triton_trace(launch, "real")
+    assert tr.meta["compiler"]["used"] == "real", tr.meta["compiler"]
+    np.testing.assert_array_equal(launch["args"][1], launch["args"][0])
+
+
+SAME_NAME_HELPER_KERNEL = textwrap.dedent('''
+    import numpy as np
+    from gpusim import triton
+    from gpusim.triton import language as tl
+
+
+    @triton.jit
+    def exp(x): return tl.exp(x.to(tl.float32))
+
+
+    @triton.jit
+    def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, exp(tl.load(x_ptr + offs)))
+
+
+    def launch():
+        x = np.linspace(-2, 2, 64).astype(np.float32)
+        return {"kernel": k, "grid": (1,), "args": [x, np.zeros(64, np.float32)], "meta": {"BLOCK": 64}}
+    ''')
+
+
+@needs_triton
+def test_a_helper_named_as_the_tl_function_it_calls_reaches_the_real_compiler(fresh_cache, tmp_path):
+    """fla's ``def exp(x): return tl.exp(x.to(tl.float32))``: the helper's code object names ``exp`` (the attribute),
+    which is the helper itself among the module's globals; rebinding it for the real compiler must not recurse
+    (it did: "RecursionError: maximum recursion depth exceeded", and the built-in estimate was used)."""
+    f = tmp_path / "tl_same_name_helper.py"
+    f.write_text(SAME_NAME_HELPER_KERNEL)
+    from gpusim.cli import load_kernel_file
+    launch = load_kernel_file(str(f)).launch()
+    tr = _triton_trace(launch, "real")
+    assert tr.meta["compiler"]["used"] == "real", tr.meta["compiler"]
+    np.testing.assert_allclose(launch["args"][1], np.exp(launch["args"][0]), rtol=1e-6)
+
+
 LOOP_TYPE_KERNEL = textwrap.dedent('''
     import numpy as np
     import triton

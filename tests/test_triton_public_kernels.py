@@ -672,7 +672,7 @@ def test_tl_random_module_names_the_philox_helpers():
     assert sys.modules["gpusim.triton.language.random"].randint is tl.randint
 
 
-# ---- a tensor of the simulated GPU has a device index (GemLite: `fp4_vals[t.device.index]`) -----------------------
+# ---- a tensor of the simulated GPU is on cuda:0 (GemLite: `fp4_vals[t.device.index]`; unsloth: device.type) --------
 
 def test_a_scripts_cuda_tensor_has_device_index_zero(tmp_path, capsys):
     pytest.importorskip("torch")
@@ -696,9 +696,14 @@ def test_a_scripts_cuda_tensor_has_device_index_zero(tmp_path, capsys):
         with torch.cuda.device(x.device.index):
             add_kernel[(2,)](x, table[x.device.index], y, x.numel(), B=64)
         print("index", x.device.index, torch.equal(y, x + 3), torch.empty(2, device=x.device).is_cuda)
+        # unsloth's grouped GEMM: `assert X.device.type == "cuda"`; the device's tensors are host tensors all the same
+        assert x.device.type == "cuda" and str(x.device) == "cuda:0" and x.device == torch.device("cuda", 0)
+        z = torch.zeros(4, device=x.device).to(x.device) + x.new_ones(4)
+        print("type", x.device.type, y.cpu().numpy()[:2].tolist(), z.sum().item(), z.device.type)
     '''))
     assert main(["run", str(f), "--compiler", "builtin"]) == 0
-    assert "index 0 True True" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "index 0 True True" in out and "type cuda [3.0, 4.0] 4.0 cuda" in out
 
 
 # ---- tl.dot_scaled (GemLite's MXFP GEMMs): operands upcast to bf16 times their scales, as Triton on an H100 ---------
@@ -920,3 +925,117 @@ def test_const_pointer_arguments():
         store_to_const_kernel[(1,)](x, B=16)
     assert "Cannot store to a constant pointer" in str(ei.value)
     assert ei.value.line == _line_of(store_to_const_kernel, "tl.store(")
+
+
+# ---- `print(B0, N0)` in a kernel is tl.device_print with a non-string prefix: refused as Triton 3.6 refuses it ------
+
+@triton.jit
+def print_prefix_kernel(x_ptr, y_ptr, n, B: tl.constexpr):
+    o = tl.arange(0, B)
+    print("x", n)
+    tl.store(y_ptr + o, tl.load(x_ptr + o) + 1)
+
+
+@triton.jit
+def print_constexpr_first_kernel(x_ptr, n, B: tl.constexpr):
+    print(B, n)
+    tl.store(x_ptr + tl.arange(0, B), tl.zeros([B], tl.float32))
+
+
+@triton.jit
+def print_tensor_first_kernel(x_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    print(r)
+    tl.store(x_ptr + r, r.to(tl.float32))
+
+
+def test_print_in_a_kernel_needs_a_string_prefix():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros_like(x)
+    print_prefix_kernel[(1,)](x, y, 8, B=8)
+    np.testing.assert_array_equal(y, x + 1)
+    with pytest.raises(CompileError) as ei:
+        print_constexpr_first_kernel[(1,)](x, 8, B=8)
+    assert "8 is not string" in str(ei.value)
+    assert ei.value.line == _line_of(print_constexpr_first_kernel, "print(B, n)")
+    with pytest.raises(CompileError) as ei:
+        print_tensor_first_kernel[(1,)](x, B=8)
+    assert "int32[8] is not string" in str(ei.value)        # the tensor named as Triton names it
+
+
+# ---- torch.set_default_device("cuda") in a script (Triton-Puzzles' GPU mode): factory functions give host tensors ---
+
+def test_set_default_device_cuda_in_a_script(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "default_device.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def double(x_ptr, y_ptr, N: tl.constexpr):
+            o = tl.arange(0, N)
+            tl.store(y_ptr + o, tl.load(x_ptr + o) * 2)
+
+
+        torch.set_default_device("cuda")
+        x = torch.rand(32) - 0.5
+        y = torch.zeros(32)
+        double[(1,)](x, y, 32)
+        print("doubled", torch.equal(y, 2 * x), x.is_cuda, torch.arange(4).sum().item())
+    '''))
+    import torch
+    before = torch.get_default_device()
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "doubled True True 6" in capsys.readouterr().out
+    assert torch.get_default_device() == before
+
+
+# ---- triton.compiler.CompiledKernel (unsloth's grouped GEMM annotates with it) -----------------------------------
+
+def test_triton_compiler_compiled_kernel_is_what_a_launch_returns(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from gpusim.cli import main
+    f = tmp_path / "compiled_kernel.py"
+    f.write_text(textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def iota(x_ptr, B: tl.constexpr):
+            tl.store(x_ptr + tl.arange(0, B), tl.arange(0, B).to(tl.float32))
+
+
+        def log_kernel_info(compiled_kernel: triton.compiler.CompiledKernel):
+            return compiled_kernel.name, compiled_kernel.n_regs > 0
+
+
+        x = torch.zeros(16, device="cuda")
+        ck = iota[(1,)](x, B=16)
+        print("compiled", isinstance(ck, triton.compiler.CompiledKernel), log_kernel_info(ck), x[:3].tolist())
+    '''))
+    assert main(["run", str(f), "--compiler", "builtin"]) == 0
+    assert "compiled True ('iota', True) [0.0, 1.0, 2.0]" in capsys.readouterr().out
+
+
+# ---- Python's range in a kernel with keywords: Triton 3.6 reads the positional bounds and ignores the keywords ------
+
+@triton.jit
+def range_keywords_kernel(x_ptr, y_ptr, N: tl.constexpr, B: tl.constexpr, FLATTEN: tl.constexpr):
+    o = tl.arange(0, B)
+    acc = tl.zeros([B], tl.float32)
+    for i in range(N, flatten=FLATTEN):                 # unsloth's grouped GEMM
+        acc += tl.load(x_ptr + i * B + o)
+    tl.store(y_ptr + o, acc)
+
+
+def test_python_range_in_a_kernel_ignores_keywords():
+    x = np.arange(3 * 8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    range_keywords_kernel[(1,)](x, y, 3, 8, True)
+    np.testing.assert_array_equal(y, x.reshape(3, 8).sum(0))

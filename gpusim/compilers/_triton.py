@@ -114,6 +114,8 @@ def _language_with_core(tl):
 
 
 _JITTED: dict = {}
+#: the functions ``jit_of`` is rebinding now: a global naming one of them again is left as it is
+_IN_PROGRESS: set = set()
 
 
 @contextlib.contextmanager
@@ -160,6 +162,10 @@ def _rebind(v):
         inner = v
         while hasattr(inner, "fn") and not isinstance(inner, types.FunctionType):
             inner = inner.fn
+        if inner in _IN_PROGRESS:
+            # a helper named in its own code object only as an attribute (fla's ``def exp(x): return
+            # tl.exp(x)``): Triton's code generator never looks that name up (and refuses a recursive call)
+            return v
         return jit_of(inner, {})
     if type(v).__name__ == "constexpr" and hasattr(v, "value"):
         return tl.constexpr(v.value)
@@ -189,8 +195,9 @@ def _rebind(v):
 
 def _annotation_names(fn) -> set[str]:
     """Names the annotations of ``fn``'s parameters and local variables use (``M: ce`` after ``from
-    triton.language.core import constexpr as ce``): Triton's code generator looks them up as globals, and Python's
-    code object does not name them."""
+    triton.language.core import constexpr as ce``) and its parameters' default values (``mode: tl.constexpr =
+    MODE_SUM``, Liger's reduction modes): Triton's code generator looks them up as globals, and Python's code
+    object does not name them."""
     import ast
     import inspect
     import textwrap
@@ -203,6 +210,10 @@ def _annotation_names(fn) -> set[str]:
         ann = node.annotation if isinstance(node, (ast.arg, ast.AnnAssign)) else None
         if ann is not None:
             out |= {n.id for n in ast.walk(ann) if isinstance(n, ast.Name)}
+        if isinstance(node, ast.arguments):
+            for d in [*node.defaults, *node.kw_defaults]:
+                if d is not None:
+                    out |= {n.id for n in ast.walk(d) if isinstance(n, ast.Name)}
     return out
 
 
@@ -231,11 +242,17 @@ def jit_of(fn, jit_options: dict):
         f = fn
         if _needs_rebind(fn):
             g = dict(fn.__globals__)
-            for n in _global_names(fn):
-                if n in g:
-                    g[n] = _rebind(g[n])
-            f = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
-            f.__kwdefaults__ = fn.__kwdefaults__
+            _IN_PROGRESS.add(fn)
+            try:
+                for n in _global_names(fn):
+                    if n in g:
+                        g[n] = _rebind(g[n])
+            finally:
+                _IN_PROGRESS.discard(fn)
+            defaults = tuple(_rebind(d) for d in fn.__defaults__) if fn.__defaults__ else fn.__defaults__
+            f = types.FunctionType(fn.__code__, g, fn.__name__, defaults, fn.__closure__)
+            f.__kwdefaults__ = ({k: _rebind(d) for k, d in fn.__kwdefaults__.items()} if fn.__kwdefaults__
+                                else fn.__kwdefaults__)
             f.__annotations__ = {k: _rebind(a) for k, a in (getattr(fn, "__annotations__", {}) or {}).items()}
             f.__module__ = fn.__module__
             f.__qualname__ = fn.__qualname__

@@ -157,6 +157,14 @@ def fresh_space():
         ADDRESSES.by_ptr, ADDRESSES.span, ALLOCATIONS.by_dev = saved
 
 
+def device_type(x) -> str:
+    """Where a torch tensor's memory really is ("cpu" for the host tensors a script's ``cuda`` device gives, which
+    say ``cuda`` to the script: ``bench.torch_cuda_is_host``)."""
+    import torch
+    with torch._C.DisableTorchFunction():
+        return x.device.type
+
+
 def _root_bytes(x):
     """(1-D uint8 view of the whole allocation holding ``x``, its host address, x's byte offset in it, owner)."""
     if isinstance(x, np.ndarray):
@@ -166,7 +174,7 @@ def _root_bytes(x):
     mod = type(x).__module__ or ""
     if mod.startswith("torch"):
         import torch
-        if x.device.type != "cpu":
+        if device_type(x) != "cpu":
             raise UnsupportedConstruct("only CPU torch tensors can be simulated")
         st = x.untyped_storage()
         raw = torch.empty(0, dtype=torch.uint8).set_(st, 0, (st.nbytes(),), (1,)).numpy()
@@ -247,7 +255,7 @@ def _scan(objs, torch) -> list:
             if isinstance(o, np.ndarray) and o.size:
                 lo = o.__array_interface__["data"][0]
                 out.append((lo, lo + o.nbytes, weakref.ref(o)))
-            elif torch is not None and isinstance(o, torch.Tensor) and o.device.type == "cpu" and o.numel():
+            elif torch is not None and isinstance(o, torch.Tensor) and device_type(o) == "cpu" and o.numel():
                 st = o.untyped_storage()
                 lo = st.data_ptr()
                 out.append((lo, lo + st.nbytes(), weakref.ref(o)))

@@ -64,7 +64,9 @@ class RangeSpec:
         return len(range(*ints))
 
 
-def k_range(*args):
+def k_range(*args, **kwargs):
+    # Python's ``range`` in a kernel: Triton 3.6's code generator reads its positional bounds and ignores keywords
+    # (unsloth's grouped GEMM: ``for expert_idx in range(NUM_EXPERTS, flatten = FLATTEN)``)
     return RangeSpec(args, "range")
 
 

@@ -34,7 +34,7 @@ from . import _rewrite
 from ._autotune import wrapper_kind
 from ._strict import kernel_builtins
 from . import language as tl
-from ._buffers import ADDRESSES, Buffer, numpy_root
+from ._buffers import ADDRESSES, Buffer, device_type, numpy_root
 from ._state import _CODE_INFO, IGNORED_CALLS
 
 CHUNK_ELEMENTS = 1 << 21           # target elements of the largest tile over a chunk of programs
@@ -276,7 +276,7 @@ def _pointer_arg(x, name):
         return make_pointer_arg(flat, off, dt, name, owner)
     if mod.startswith("torch"):
         import torch
-        if x.device.type != "cpu":
+        if device_type(x) != "cpu":
             raise UnsupportedConstruct(f"argument {name!r}: only CPU torch tensors can be simulated "
                                        f"(got device {x.device})")
         fp8 = {"torch.float8_e5m2": tl.float8e5, "torch.float8_e4m3fn": tl.float8e4nv}.get(str(x.dtype))

@@ -7,6 +7,7 @@ them) at once on numpy arrays.  An attribute of ``triton.language`` that gpusim 
 from __future__ import annotations
 
 import builtins as _b
+import string as _string
 import types as _types
 
 from ..errors import CompileError, UnsupportedConstruct
@@ -207,6 +208,14 @@ def static_print(*args, sep=" ", end="\n", file=None, flush=False):
 
 
 def device_print(prefix, *args, hex=False):
+    # Triton's checks of the prefix (``print(B0, N0)`` in a kernel is ``device_print(B0, N0)``: refused)
+    prefix = _C.unwrap(prefix)
+    if not isinstance(prefix, str):
+        shown = (f"{prefix.dtype.name}[{', '.join(str(int(d)) for d in prefix.shape)}]" if isinstance(prefix, tensor)
+                 else prefix)                                   # a tensor as Triton names it: ``int32[8]``
+        _C.fail(CompileError, f"{shown} is not string")
+    if not all(ch in _string.printable for ch in prefix):
+        _C.fail(CompileError, f"{prefix} is not an ascii string")
     _IGNORED_CALLS.add("tl.device_print (print) prints nothing and costs no instructions in gpusim")
     return None
 
