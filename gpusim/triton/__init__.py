@@ -33,7 +33,7 @@ import types
 
 from .. import trace as _trace
 from ..errors import CompileError
-from . import _launch, language, runtime, testing
+from . import _kernels, language, runtime, testing
 from ._dtypes import constexpr
 from ._buffers import data_ptr
 from ._launch import execute, resolve, run_launch, trace_launch
@@ -149,7 +149,7 @@ class KernelParam:
     """A parameter of a JIT function as Triton's ``JITFunction.params`` lists it."""
 
     def __init__(self, num: int, param, options: dict):
-        from ._launch import _is_constexpr_annotation
+        from ._kernels import _is_constexpr_annotation
         self.num = num
         self._param = param
         self.name = param.name
@@ -235,11 +235,11 @@ class JITFunction(KernelInterface):
         return _compiled.warmup(self, args, kwargs, grid, _session_gpu())
 
     def __call__(self, *args, **kwargs):
-        from . import _core, _launch
+        from . import _core, _kernels
         if _core.ST is None:
             raise TypeError(f"{self.fn.__name__} is a @triton.jit function: launch it with "
                             f"{self.fn.__name__}[grid](...)")
-        return _launch._Helper(self.fn)(*args, **kwargs)
+        return _kernels._Helper(self.fn)(*args, **kwargs)
 
     def __repr__(self):
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
@@ -408,7 +408,7 @@ from ._errors import (CompilationError, InterpreterError, OutOfResources, Triton
                       CompileTimeAssertionFailure, UnsupportedLanguageConstruct, PTXASError, AutotunerError)
 from . import _stdlib  # noqa: E402
 from ._stdlib import constexpr_function  # noqa: E402
-_stdlib.HELPER = _launch._Helper           # the standard library's JIT helpers are called as any helper
+_stdlib.HELPER = _kernels._Helper           # the standard library's JIT helpers are called as any helper
 from . import _errors as errors, compiler, knobs  # noqa: E402  (``triton.errors``, ``triton.compiler``, ``triton.knobs``)
 
 # ``triton.runtime``'s names, as Triton exports them there too (``triton.runtime.Autotuner`` ...)
@@ -422,4 +422,4 @@ runtime.jit = sys.modules[__name__]
 runtime.errors = errors
 compiler.errors = errors
 
-_launch.register_package(sys.modules[__name__])      # a kernel's ``triton`` global is rebound to this package
+_kernels.register_package(sys.modules[__name__])      # a kernel's ``triton`` global is rebound to this package

@@ -266,7 +266,7 @@ def debug_barrier():
 
 
 #: what map_elementwise needs from the launcher (its helper-function wrapper ``Helper`` and ``rebind``), set by
-#: ``_launch`` when it is imported (the launcher sits above the ops: they may not import it)
+#: ``_kernels`` when it is imported (the launcher sits above the ops: they may not import it)
 LAUNCHER: dict = {}
 
 

@@ -50,7 +50,7 @@ class _StdJit:
         return HELPER(self.fn)(*args, **kwargs)
 
 
-HELPER = None           # _launch._Helper (handed over by the package: _launch imports language, which imports this)
+HELPER = None           # _kernels._Helper (handed over by the package: _kernels imports language, which imports this)
 
 
 def get_int_dtype(bitwidth: int, signed: bool):
