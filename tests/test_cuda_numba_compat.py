@@ -1833,3 +1833,50 @@ def test_a_raise_of_a_runtime_value_reports_the_raising_threads_value(tmp_path):
     with pytest.raises(ValueError, match=r"line 8, tid=\[0, 0, 5\] ctaid=\[0, 0, 0\]: 10$"):
         mod.k[1, 32](d, 5)
     assert d.copy_to_host().sum() == 5
+
+
+# ---- a vote's float mask: numba-cuda refuses it when it types the kernel (the first launch), reached or not ----
+
+@cuda.jit
+def _vote_float_mask(a, m):
+    i = cuda.threadIdx.x
+    if i > 1000:                                   # no thread gets here: numba refuses it all the same
+        a[i] = cuda.all_sync(m, i > 3)
+
+
+@cuda.jit
+def _vote_float_literal(a):
+    i = cuda.threadIdx.x
+    mm = 1.0 * 2
+    if i > 1000:
+        a[i] = cuda.ballot_sync(mm, i > 3)
+
+
+def test_a_votes_float_mask_is_refused_when_the_kernel_is_compiled_as_numba_does():
+    a = np.zeros(32, np.int32)
+    with pytest.raises(CompileError, match=r"all_sync: Mask type must be an integer\. Got float32"):
+        _vote_float_mask[1, 32](a, np.float32(1.0))
+    with pytest.raises(CompileError, match=r"ballot_sync: Mask type must be an integer\. Got float64"):
+        _vote_float_literal[1, 32](a)
+    _vote_float_mask[1, 32](a, 0xFFFFFFFF)         # an integer mask: compiled and run
+    assert not a.any()
+    pytest.importorskip("numba.cuda")
+    script = textwrap.dedent("""
+        import warnings
+        warnings.simplefilter("ignore")
+        from numba import cuda, int32, float32
+
+        def k(a, m):
+            i = cuda.threadIdx.x
+            if i > 1000:
+                a[i] = cuda.all_sync(m, i > 3)
+
+        cuda.compile_ptx(k, (int32[:], int32), cc=(9, 0))
+        try:
+            cuda.compile_ptx(k, (int32[:], float32), cc=(9, 0))
+        except Exception as e:
+            print(type(e).__name__, str(e).replace(chr(10), " "))
+        """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.startswith("TypingError") and "Mask type must be an integer. Got float32" in r.stdout, r.stdout
