@@ -29,7 +29,7 @@ import numpy as np
 from .. import trace as trace_mod
 from .._host import gc_paused
 from ..config import GPUConfig, load_gpu
-from ..errors import GpusimError, KernelError, LaunchError
+from ..errors import CompileError, GpusimError, KernelError, LaunchError
 from ..trace import KernelTrace
 from . import costs as C_
 from . import realcc
@@ -319,6 +319,15 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
     return tr
 
 
+def _kind_of_type(t):
+    """A signature's argument type as ``retkinds`` reads a value (None: not read)."""
+    if isinstance(t, nbtypes.Scalar):
+        return ("num", t.dtype)
+    if isinstance(t, nbtypes.Array):
+        return ("array", t.ndim, t.dtype.dtype if isinstance(t.dtype, nbtypes.Scalar) else None)
+    return None
+
+
 def _debug_of(kernel) -> bool:
     """Was the kernel compiled with debug=True (``cuda.jit(debug=True, opt=False)``; numba's default:
     ``NUMBA_CUDA_DEBUGINFO``)?  Only then does numba-cuda report a thread's exception on the host."""
@@ -446,9 +455,14 @@ class Kernel:
             self.overloads[sg.args] = _Overload(self, sg)
         if self.signatures and not self.device:
             try:
-                compile_kernel(self)         # an eager signature compiles now: source errors surface here
+                ck = compile_kernel(self)    # an eager signature compiles now: source errors surface here
             except NeedsArgDtypes:           # compiled per argument dtypes: at the launch
-                pass
+                ck = None
+            check = ck.functions[0].check if ck is not None else None
+            for sg in self.signatures if check is not None else ():
+                # numba types the kernel for the signature now: its calls read with the declared types
+                check._verify_calls_kinds(tuple(_kind_of_type(t) for t in sg.args),
+                                          lambda msg, ln: CompileError(msg, file=ck.file, line=ln, kernel=ck.name), 0)
 
     @property
     def specialized(self) -> bool:

@@ -402,11 +402,18 @@ class ReturnCheck:
         try:
             if sig in self._calls_checked:
                 return
-            self._calls_checked.add(sig)
         except TypeError:
             return
         if not self.calls or depth > 4:
             return
+        self._calls_checked.add(sig)          # (while checked: a recursive call stops here)
+        try:
+            self._check_call_sites(sig, err, depth)
+        except BaseException:
+            self._calls_checked.discard(sig)  # refused again at the next launch with these types
+            raise
+
+    def _check_call_sites(self, sig, err, depth: int) -> None:
         env = self._env_of_kinds(list(sig))
         for _line, f, args, kws in self.calls:
             vote = self._vote(f, env)
