@@ -86,7 +86,10 @@ def _exc_text(exc: BaseException) -> str:
 
 
 def user_error(exc: BaseException, kernel_file: str) -> KernelFileError | None:
-    """A KernelFileError naming the user's frame for an exception raised by the user's code, else None."""
+    """A KernelFileError naming the user's frame for an exception raised by the user's code, else None (a
+    kernel's own exception, raised on the host after a debug=True launch, is named by its KernelError)."""
+    if isinstance(getattr(exc, "gpusim_kernel_raise", None), GpusimError):
+        return exc.gpusim_kernel_raise
     if isinstance(exc, SyntaxError) and exc.filename and os.path.exists(exc.filename):
         if os.path.abspath(exc.filename).startswith(_GPUSIM_DIR + os.sep):
             return None                                  # in gpusim's own source: a bug in gpusim

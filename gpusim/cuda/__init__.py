@@ -27,7 +27,9 @@ shuffles, votes and matches (``eq_sync``, ``match_any_sync``, ``match_all_sync``
 ``popc/brev/clz/ffs/fma/cbrt``, ``cuda.fp16.h*``, complex numbers and ``cmath.*``, ``math.*`` (``frexp``/``modf`` return their pairs), numpy scalar types and math ufuncs,
 ``min/max/abs/int/float/bool/len/round/pow``, ``range`` loops, ``while``, ``if/elif/else``, ``break``,
 ``continue``, ``return``, ternaries, ``and/or/not``, tuples, device functions (``@cuda.jit(device=True)``,
-inlined).  ``print`` is accepted and prints nothing; ``assert`` is ignored (as numba does without debug).
+inlined).  ``print`` is accepted and prints nothing.  ``raise`` and a failing ``assert`` in a kernel end the
+thread; with ``cuda.jit(debug=True, opt=False)`` the launch then raises the first raising thread's exception on
+the host as numba-cuda does (``In function 'k', file F, line N, tid=[z, y, x] ctaid=[z, y, x]: msg``).
 
 numba-cuda's libraries and names (``devlib.py`` runs them in kernels): ``cuda.random`` (xoroshiro128+ streams
 bit-identical to numba's: ``create_xoroshiro128p_states`` on the host, ``xoroshiro128p_uniform_float32`` ... in

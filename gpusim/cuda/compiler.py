@@ -78,6 +78,7 @@ class CompiledFunction:
     params: list
     kind: str                      # "kernel" | "device"
     live: dict = field(default_factory=dict)    # register-analysis facts (see _liveness)
+    check: object = None           # its retkinds.ReturnCheck, when it has one (the static reading of its calls)
 
 
 @dataclass(eq=False)
@@ -339,10 +340,13 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         if self.kind == "kernel":
             self._mark_tail(body)
         begin = [_c(self.kind)]
+        check = None
         if self.kind in ("device", "kernel"):
             check = ReturnCheck(fdef, params, self.scope)
             if check.needed and self.kind == "device" or check.calls:
                 begin += [self.k(check), ast.Tuple(elts=[_load(p) for p in params], ctx=ast.Load())]
+            else:
+                check = None
         new_body = [ast.Assign(targets=[_store("_gs_F")], value=_rt("func_begin", *begin))]
         undef = sorted(self.locals - set(params))
         if undef:
@@ -371,7 +375,7 @@ class _FunctionCompiler(StatementRewriter, ExpressionRewriter, StaticResolver, F
         fn = self.ns[fname]
         live = _liveness(fdef, params)
         cf = CompiledFunction(name=fdef.name, py_func=self.py_func, fn=fn, file=self.file, params=params,
-                              kind=self.kind, live=live)
+                              kind=self.kind, live=live, check=check)
         lines = {first + i: ln.rstrip("\n") for i, ln in enumerate(src_lines)}
         return cf, first, lines
 

@@ -202,6 +202,27 @@ class Control:
         self.n_lost += 1
         self._no_unroll()
 
+    def raise_(self, info, dyn, line):
+        """A kernel's ``raise`` (or failing ``assert``) on the active lanes, before their ``return``: the launch
+        keeps the first raising thread's exception (``Launch.raised``), which ``launch.run`` raises on the host
+        when the kernel was compiled with debug=True, as numba-cuda's dispatcher does."""
+        m = self.mask
+        if m is EMPTY or self.L.raised is not None:
+            return
+        c, p = self._first_lane(m.a if m.a is not None else True)
+        args = list(info.args)
+        if dyn is not None:
+            rec, self.recording = self.recording, False
+            try:
+                vals = dyn()
+            finally:
+                self.recording = rec
+            for i, v in zip(info.dynamic, vals):
+                a = np.asarray(v.v) if type(v) is V else None
+                args[i] = (np.broadcast_to(a, (self.C, self.P))[c, p].item() if a is not None and a.ndim
+                           else a.item() if a is not None else v)
+        self.L.raised = (info.cls, tuple(args), line, self.L.block_of(self.first + c), self.L.thread_of(p))
+
     def live(self) -> bool:
         return self.mask is not EMPTY
 

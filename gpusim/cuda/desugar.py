@@ -1,6 +1,6 @@
 """Compiler pass: ``for`` loops over what is not ``range()``, rewritten into loops over ``range()`` before the
-other passes run (numba-cuda accepts them all); ``raise`` in a kernel, which ends the thread as numba-cuda's
-does (``return``); functions and lambdas defined in the kernel with a one-expression body, inlined at their
+other passes run (numba-cuda accepts them all); ``raise`` and ``assert`` in a kernel, which end the thread as
+numba-cuda's do (``return``, noting the exception for a debug=True launch: ``RaiseInfo``); functions and lambdas defined in the kernel with a one-expression body, inlined at their
 calls as numba inlines closures.
 
 - over a 1-d array or a runtime tuple ``X``: ``for _i in range(len(X)): t = X[_i]`` (``X`` evaluated once);
@@ -25,6 +25,14 @@ def _name(n, ctx=None):
 
 def _call(f, *args):
     return ast.Call(func=_name(f), args=list(args), keywords=[])
+
+
+class RaiseInfo:
+    """A kernel's ``raise``: the exception class, its arguments (None where not a compile-time constant) and the
+    expressions of those that are not (index -> node), the line."""
+
+    def __init__(self, cls, args, dynamic, line):
+        self.cls, self.args, self.dynamic, self.line = cls, args, dynamic, line
 
 
 class ForDesugar:
@@ -62,11 +70,24 @@ class ForDesugar:
 
             def visit_Raise(self, node):
                 # numba-cuda compiles ``raise`` in a kernel: the thread sets the exception status and returns
-                # (reported on the host only with debug=True); in a device function it would propagate up
-                # through every caller, which gpusim does not follow (the rewriter refuses it there)
+                # (reported on the host only with debug=True: ``_gs_raise``, see ``Control.raise_``); in a device
+                # function it would propagate up through every caller, which gpusim does not follow (the
+                # rewriter refuses it there)
                 if comp.kind == "kernel":
-                    return ast.copy_location(ast.Return(value=None), node)
+                    ret = ast.copy_location(ast.Return(value=None), node)
+                    ret._gs_raise = comp._raise_info(node.exc, node)
+                    return ret
                 return node
+
+            def visit_Assert(self, node):
+                # numba compiles ``assert c, msg`` as ``if not c: raise AssertionError(msg)`` (a constant msg),
+                # with or without debug: a failing thread ends; a device function's assert is still ignored
+                if comp.kind != "kernel":
+                    return node
+                ret = ast.copy_location(ast.Return(value=None), node)
+                ret._gs_raise = comp._raise_info(None, node, AssertionError, [node.msg] if node.msg else [])
+                test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=node.test), node.test)
+                return ast.copy_location(ast.If(test=test, body=[ret], orelse=[]), node)
 
             def visit_FunctionDef(self, node):
                 if node is fdef:
@@ -76,6 +97,44 @@ class ForDesugar:
             visit_Lambda = visit_ClassDef = lambda self, node: node
         T().visit(fdef)
         ast.fix_missing_locations(fdef)
+
+    def _raise_info(self, exc, node, cls=None, args=()):
+        """What a kernel's ``raise exc`` raises: a ``RaiseInfo`` (class, constant arguments, the expressions of the
+        others), or None for a bare ``raise``."""
+        consts = None
+        if cls is None:
+            if exc is None:
+                return None
+            fn, args = (exc.func, exc.args) if isinstance(exc, ast.Call) else (exc, [])
+            if isinstance(exc, ast.Call) and exc.keywords:
+                raise self.unsupported("an exception constructed with keyword arguments", exc)
+            obj = self._global_object(fn)
+            if isinstance(obj, BaseException) and not isinstance(exc, ast.Call):
+                cls, consts = type(obj), tuple(obj.args)       # a global exception instance: its class and args
+            elif isinstance(obj, type) and issubclass(obj, BaseException):
+                cls = obj
+            else:
+                raise self.compile_error(f"raise {ast.unparse(exc)}: not an exception class or instance numba-cuda "
+                                         "can raise in a kernel", node)
+        if consts is None:
+            consts, dynamic = [], {}
+            for i, a in enumerate(args):
+                try:
+                    consts.append(self.static_eval(a))
+                except (CompileError, UnsupportedConstruct):
+                    consts.append(None)
+                    dynamic[i] = a
+            return RaiseInfo(cls, tuple(consts), dynamic, node.lineno)
+        return RaiseInfo(cls, consts, {}, node.lineno)
+
+    def _global_object(self, n):
+        """The object a global name or attribute chain (``ValueError``, ``mod.MyError``) names, or None."""
+        if isinstance(n, ast.Name):
+            return None if n.id in self.locals else self.scope.get(n.id)
+        if isinstance(n, ast.Attribute):
+            base = self._global_object(n.value)
+            return getattr(base, n.attr, None) if base is not None else None
+        return None
 
     def _quiet_static(self, node):
         try:

@@ -22,13 +22,14 @@ tests/test_cuda_calibration.py holds it there).  ``meta["registers"]`` records e
 from __future__ import annotations
 
 import enum
+import os
 
 import numpy as np
 
 from .. import trace as trace_mod
 from .._host import gc_paused
 from ..config import GPUConfig, load_gpu
-from ..errors import GpusimError, LaunchError
+from ..errors import CompileError, GpusimError, KernelError, LaunchError
 from ..trace import KernelTrace
 from . import costs as C_
 from . import realcc
@@ -250,6 +251,8 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
         # that every thread reaches each grid.sync() before any goes on
         snapshot = _check_cooperative(ck, g3, b3, dyn, cfg, wrapped, max_registers)
         C = L.C = L.n_ctas
+    debug = _debug_of(kernel)
+    host = [(a, a.copy()) for a in args if type(a) is np.ndarray] if debug else ()
     first = 0
     with np.errstate(all="ignore"):
         while first < L.n_ctas:
@@ -262,6 +265,10 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
                 flops += ch.flops
                 per_cta = max(1, len(ch.ops)) * L.wpc
                 C = max(1, min(L.C, ACTIVE_BYTES_PER_TABLE // per_cta))
+    if L.raised is not None and debug:
+        for a, old in host:
+            np.copyto(a, old)       # numba copies a host array back only after a launch that did not raise
+        raise _host_exception(ck, L.raised)
     if not record and not ck.cooperative:
         return None
     regs, info = _registers(ck, L, wrapped)
@@ -310,6 +317,42 @@ def run(kernel, grid, block, args, *, shared_bytes=0, gpu=None, record=True, max
         tr.meta["cooperative"] = True
     realcc.notes(tr, cc)
     return tr
+
+
+def _kind_of_type(t):
+    """A signature's argument type as ``retkinds`` reads a value (None: not read)."""
+    if isinstance(t, nbtypes.Scalar):
+        return ("num", t.dtype)
+    if isinstance(t, nbtypes.Array):
+        return ("array", t.ndim, t.dtype.dtype if isinstance(t.dtype, nbtypes.Scalar) else None)
+    return None
+
+
+def _debug_of(kernel) -> bool:
+    """Was the kernel compiled with debug=True (``cuda.jit(debug=True, opt=False)``; numba's default:
+    ``NUMBA_CUDA_DEBUGINFO``)?  Only then does numba-cuda report a thread's exception on the host."""
+    opts = getattr(kernel, "options", None)
+    if not isinstance(opts, dict):
+        opts = getattr(kernel, "targetoptions", None)       # a numba CUDADispatcher
+    d = opts.get("debug") if isinstance(opts, dict) else None
+    if d is None:
+        d = os.environ.get("NUMBA_CUDA_DEBUGINFO", "0").strip() not in ("", "0")
+    return bool(d)
+
+
+def _host_exception(ck, raised) -> BaseException:
+    """The exception numba-cuda's dispatcher raises after a debug kernel in which a thread raised: the thread's
+    class, its message prefixed with the kernel, file, line and the thread's ``tid=[z, y, x] ctaid=[z, y, x]``.
+    ``gpusim_kernel_raise`` holds the same as a ``KernelError`` (file:line, block, thread) for ``gpusim run``."""
+    cls, args, line, block, thread = raised
+    prefix = (f"In function {ck.name!r}, file {os.path.abspath(ck.file)}, line {line}, "
+              f"tid={list(thread[::-1])} ctaid={list(block[::-1])}")
+    exc = cls(f"{prefix}: {args[0]}", *args[1:]) if args else cls(prefix)
+    what = f"{cls.__name__}: {args[0]}" if args else cls.__name__
+    exc.gpusim_kernel_raise = KernelError(f"{what} (raised by the kernel; reported as numba-cuda does with "
+                                          "debug=True)", file=ck.file, line=line, kernel=ck.name, block=block,
+                                          thread=thread)
+    return exc
 
 
 def _too_large(ck, g3, b3, dyn, cfg, regs, limit) -> CooperativeLaunchTooLarge:
@@ -412,9 +455,14 @@ class Kernel:
             self.overloads[sg.args] = _Overload(self, sg)
         if self.signatures and not self.device:
             try:
-                compile_kernel(self)         # an eager signature compiles now: source errors surface here
+                ck = compile_kernel(self)    # an eager signature compiles now: source errors surface here
             except NeedsArgDtypes:           # compiled per argument dtypes: at the launch
-                pass
+                ck = None
+            check = ck.functions[0].check if ck is not None else None
+            for sg in self.signatures if check is not None else ():
+                # numba types the kernel for the signature now: its calls read with the declared types
+                check._verify_calls_kinds(tuple(_kind_of_type(t) for t in sg.args),
+                                          lambda msg, ln: CompileError(msg, file=ck.file, line=ln, kernel=ck.name), 0)
 
     @property
     def specialized(self) -> bool:
@@ -557,7 +605,8 @@ class _DeviceAsKernel(LaunchError, RuntimeError):
 def jit(func_or_sig=None, device=False, **options):
     """``@cuda.jit``, ``@cuda.jit(...)``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(device=True)``.
 
-    numba options (fastmath, cache, debug, lineinfo, opt, inline, max_registers ...) are accepted and ignored.
+    numba options (fastmath, cache, lineinfo, opt, inline, max_registers ...) are accepted and ignored; with
+    ``debug=True`` a thread's ``raise`` / failing ``assert`` makes the launch raise it on the host, as numba-cuda's.
     A signature (a string ``"void(float32[:], int32)"``, ``void(float32[:])``, a tuple of argument types
     ``(int32[:, ::1],)`` or a list of them) compiles the kernel eagerly and keys ``kernel.overloads``.
     """

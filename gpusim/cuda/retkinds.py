@@ -139,6 +139,13 @@ def _own_nodes(fdef):
                 stack.append(ch)
 
 
+def _check_vote(kind, mask, line, err) -> None:
+    """numba-cuda types a vote's mask when it compiles the kernel (first launch), reached or not: a float refused
+    with its words (``Warp.vote`` says the same of a mask only a launch can read)."""
+    if mask is not None and mask[0] == "num" and mask[1] is not None and mask[1].kind not in "iu":
+        raise err(f"No implementation of function {kind}_sync: Mask type must be an integer. Got {mask[1]}", line)
+
+
 class ReturnCheck:
     """A device function's returns (``sites``: (line, expression or None)) and the static reading of its locals;
     ``verify(args, ran)`` raises numba's unification error through ``err(msg, line)`` where the kinds clash."""
@@ -395,13 +402,23 @@ class ReturnCheck:
         try:
             if sig in self._calls_checked:
                 return
-            self._calls_checked.add(sig)
         except TypeError:
             return
         if not self.calls or depth > 4:
             return
+        self._calls_checked.add(sig)          # (while checked: a recursive call stops here)
+        try:
+            self._check_call_sites(sig, err, depth)
+        except BaseException:
+            self._calls_checked.discard(sig)  # refused again at the next launch with these types
+            raise
+
+    def _check_call_sites(self, sig, err, depth: int) -> None:
         env = self._env_of_kinds(list(sig))
         for _line, f, args, kws in self.calls:
+            vote = self._vote(f, env)
+            if vote is not None and args:
+                _check_vote(vote, self.expr(args[0], env), _line, err)
             callee = self._callee(f, env)
             if callee is None:
                 continue
@@ -439,6 +456,19 @@ class ReturnCheck:
             return out
         finally:
             self._busy = False
+
+    def _vote(self, f, env):
+        """``all``/``any``/``ballot``/``eq`` for a call of ``cuda.all_sync`` ... (numba-cuda's vote_sync_intrinsic),
+        else None."""
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id not in env \
+                and self._is_cuda(f.value):
+            name = f.attr
+        elif isinstance(f, ast.Name) and f.id not in env and f.id not in self.assigns:
+            obj = self.scope.get(f.id)
+            name = getattr(obj, "_name", None) if type(obj).__module__ == "gpusim.cuda" else None
+        else:
+            return None
+        return name[:-5] if name in ("all_sync", "any_sync", "ballot_sync", "eq_sync") else None
 
     def _callee(self, f, env):
         if isinstance(f, ast.Name):

@@ -64,10 +64,19 @@ class StatementRewriter:
         elif t is ast.Return:
             val = self.expr(s.value) if s.value is not None else _c(None)
             out = [ast.Expr(value=_rt("ret", _load("_gs_F"), val, _c(line)))]
+            info = getattr(s, "_gs_raise", None)
+            if info is not None:      # a kernel's raise / failing assert (desugar): noted, then the thread returns
+                dyn = _c(None)
+                if info.dynamic:      # arguments of runtime values: evaluated (unrecorded) only for the report
+                    dyn = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                                                        defaults=[]),
+                                     body=ast.Tuple(elts=[self.expr(n) for n in info.dynamic.values()],
+                                                    ctx=ast.Load()))
+                out.insert(0, ast.Expr(value=_rt("raise_", self.k(info), dyn, _c(line))))
         elif t is ast.Pass:
             return []
         elif t is ast.Assert:
-            return []              # numba ignores assert in CUDA kernels unless debug=True, opt=False
+            return []              # a device function's assert (a kernel's is an ``if`` + raise: desugar)
         else:
             raise self.unsupported(_CONSTRUCT_NAMES.get(t, f"'{t.__name__}' statement"), s)
         for o in out:

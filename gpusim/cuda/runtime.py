@@ -120,6 +120,7 @@ class Launch:
         self.bank_bytes = cfg.sm.shared_bank_bytes
         self.local_runtime_slots: set = set()
         self.var_dtypes: dict = {}
+        self.raised = None              # the first raising thread's (class, args, line, block, thread)
         self.param_words = 0            # 8-byte words of scalar kernel parameters (read from the constant bank)
         # facts for the register estimate (see launch._registers)
         self.var_runtime: set = set()   # variables ever assigned a runtime value
