@@ -974,12 +974,9 @@ def test_for_loop_over_a_list_display():
     np.testing.assert_array_equal(out, ref)
 
 
-@pytest.mark.contract
-def test_real_compiler_sees_numbas_random_module_through_cuda_random(tmp_path, capsys, monkeypatch):
-    """``cuda.random.xoroshiro128p_*`` in a script run as it is: the script imported ``numba.cuda.random`` (gpusim's),
-    and the real compiler is handed numba's ``numba.cuda`` with its ``random`` submodule (its registers, not the
-    estimate)."""
-    from gpusim.cli import main
+@pytest.fixture
+def real_numba_compiler(monkeypatch):
+    """numba-cuda + ptxas in the loop (GPUSIM_COMPILER=real); the test is skipped where they are not installed."""
     from gpusim.compilers import _numba
     from gpusim.errors import CompilerUnavailable
     try:
@@ -987,6 +984,15 @@ def test_real_compiler_sees_numbas_random_module_through_cuda_random(tmp_path, c
     except CompilerUnavailable as e:
         pytest.skip(str(e))
     monkeypatch.setenv("GPUSIM_COMPILER", "real")
+
+
+
+@pytest.mark.contract
+def test_real_compiler_sees_numbas_random_module_through_cuda_random(tmp_path, capsys, real_numba_compiler):
+    """``cuda.random.xoroshiro128p_*`` in a script run as it is: the script imported ``numba.cuda.random`` (gpusim's),
+    and the real compiler is handed numba's ``numba.cuda`` with its ``random`` submodule (its registers, not the
+    estimate)."""
+    from gpusim.cli import main
     src = tmp_path / "rng_attr.py"
     src.write_text(textwrap.dedent('''
         import numpy as np
@@ -1011,17 +1017,10 @@ def test_real_compiler_sees_numbas_random_module_through_cuda_random(tmp_path, c
 
 
 @pytest.mark.contract
-def test_a_kernel_calling_a_kernel_runs_and_the_real_compiler_compiles_it(tmp_path, capsys, monkeypatch):
+def test_a_kernel_calling_a_kernel_runs_and_the_real_compiler_compiles_it(tmp_path, capsys, real_numba_compiler):
     """numba-cuda compiles a ``@cuda.jit`` kernel called from another kernel as a device function (a returned value
     too); the real compiler is handed numba's dispatcher for the callee."""
     from gpusim.cli import main
-    from gpusim.compilers import _numba
-    from gpusim.errors import CompilerUnavailable
-    try:
-        _numba.available()
-    except CompilerUnavailable as e:
-        pytest.skip(str(e))
-    monkeypatch.setenv("GPUSIM_COMPILER", "real")
     src = tmp_path / "kcallk.py"
     src.write_text(textwrap.dedent('''
         import numpy as np
@@ -1096,17 +1095,10 @@ def test_dim3_values_print_and_pass_as_numba_cuda(tmp_path, capsys):
 
 
 @pytest.mark.contract
-def test_real_compiler_reads_a_debug_kernel_with_device_functions(tmp_path, capsys, monkeypatch):
+def test_real_compiler_reads_a_debug_kernel_with_device_functions(tmp_path, capsys, real_numba_compiler):
     """``@cuda.jit(debug=True)`` with a device function: numba-cuda's compile_ptx has one PTX module per function
     ("multiple PTX files"); the registers are read off the build without debug info, not the estimate."""
     from gpusim.cli import main
-    from gpusim.compilers import _numba
-    from gpusim.errors import CompilerUnavailable
-    try:
-        _numba.available()
-    except CompilerUnavailable as e:
-        pytest.skip(str(e))
-    monkeypatch.setenv("GPUSIM_COMPILER", "real")
     src = tmp_path / "dbgdev.py"
     src.write_text(textwrap.dedent('''
         import numpy as np
@@ -1131,18 +1123,11 @@ def test_real_compiler_reads_a_debug_kernel_with_device_functions(tmp_path, caps
 
 
 @pytest.mark.contract
-def test_njit_helpers_called_from_a_kernel_reach_the_real_compiler(tmp_path, capsys, monkeypatch):
+def test_njit_helpers_called_from_a_kernel_reach_the_real_compiler(tmp_path, capsys, real_numba_compiler):
     """``@numba.njit`` functions a kernel calls (numba-cuda compiles them for the GPU), one naming ``cuda.popc`` and
     one made by a factory over another njit function: gpusim runs them, and the real compiler is handed them rebuilt
     over numba-cuda's names (not gpusim.cuda's)."""
     from gpusim.cli import main
-    from gpusim.compilers import _numba
-    from gpusim.errors import CompilerUnavailable
-    try:
-        _numba.available()
-    except CompilerUnavailable as e:
-        pytest.skip(str(e))
-    monkeypatch.setenv("GPUSIM_COMPILER", "real")
     src = tmp_path / "njit_in_kernel.py"
     src.write_text(textwrap.dedent('''
         import numba
@@ -1254,15 +1239,8 @@ def test_a_global_module_attribute_and_a_record_global_and_gpus_as_context(tmp_p
 
 
 @pytest.mark.contract
-def test_the_real_compiler_sees_numba_cuda_random_through_the_numba_package(tmp_path, capsys, monkeypatch):
+def test_the_real_compiler_sees_numba_cuda_random_through_the_numba_package(tmp_path, capsys, real_numba_compiler):
     from gpusim.cli import main
-    from gpusim.compilers import _numba
-    from gpusim.errors import CompilerUnavailable
-    try:
-        _numba.available()
-    except CompilerUnavailable as e:
-        pytest.skip(str(e))
-    monkeypatch.setenv("GPUSIM_COMPILER", "real")
     src = tmp_path / "nbrand_p5.py"
     src.write_text(textwrap.dedent('''
         import numpy as np
