@@ -109,9 +109,9 @@ def test_run_holdout_batches_the_predictions_it_needs(monkeypatch):
         x = over.get("dram", {}).get("row_miss_ns", 12.0)
         return {"cycles": m["cycles"] * (1 + abs(x - 6.0) / 100), "dram_bytes_write": m.get("dram_bytes_write", 0)}
     monkeypatch.setattr(ho, "_predict_override", fake)
-    res = ho.run_holdout(families=["reduction"])
+    res = ho.run_holdout(families=["strided"])
     (r,) = res
-    assert r.family == "reduction" and r.refit == {"dram.row_miss_ns": 6.0}
+    assert r.family == "strided" and r.refit == {"dram.row_miss_ns": 6.0}
     assert r.held_out_mape == pytest.approx(0.0) and r.in_sample_mape == pytest.approx(6.0)
     assert len(calls) == len(set(calls))
     fit = next(f for f in ho.FITS if f.param == "row_miss_ns")
@@ -120,3 +120,24 @@ def test_run_holdout_batches_the_predictions_it_needs(monkeypatch):
     calls.clear()
     (m,) = ho.run_holdout(families=["math"])
     assert m.refit == {} and len(calls) == len(m.cases)
+
+
+def test_run_holdout_cache_keeps_the_refits_predictions(monkeypatch, tmp_path):
+    """--holdout-cache: the predictions made with overrides are written as they come and not made again; those with
+    the preset as it is come from the report's own cache (``base``), so a rerun without it predicts only those."""
+    from gpusim.validate import records
+    calls = []
+
+    def fake(args):
+        name, gpu, over = args
+        calls.append(name)
+        x = over.get("dram", {}).get("row_miss_ns", 12.0)
+        return {"cycles": records.measured(name)["cycles"] * (1 + abs(x - 6.0) / 100)}
+    monkeypatch.setattr(ho, "_predict_override", fake)
+    cache = tmp_path / "refits.json"
+    (first,) = ho.run_holdout(families=["strided"], cache=str(cache))
+    assert cache.exists() and len(calls) > len(first.cases)
+    calls.clear()
+    (again,) = ho.run_holdout(families=["strided"], cache=str(cache))
+    assert sorted(calls) == sorted(first.cases)           # only the preset's own predictions, not in the file
+    assert again.held_out_mape == pytest.approx(first.held_out_mape) and again.refit == first.refit

@@ -111,7 +111,7 @@ def cmd_report(a: argparse.Namespace) -> int:
               "CALIBRATION.md redone without the family's cases):")
         pool = _select(None, a.skip_heavy, a.frontend)       # the fits use every in-sample case, not only --cases
         res = run_holdout(a.gpu, jobs=a.jobs, cases=pool, families=sorted({c.group for c in cases}),
-                          base={r.case: r.predicted for r in rows})
+                          base={r.case: r.predicted for r in rows}, cache=a.holdout_cache)
         print(format_results(res))
     if a.json:
         with open(a.json, "w") as f:
@@ -158,6 +158,8 @@ def add_parser(sub) -> None:
     r.add_argument("--jobs", "-j", type=int, default=1, help="simulate cases in this many processes")
     r.add_argument("--holdout-family", action="store_true",
                    help="also recalibrate the hand-fitted parameters without each family and report its error")
+    r.add_argument("--holdout-cache", metavar="FILE",
+                   help="with --holdout-family: reuse/store the refits' predictions in FILE")
     r.add_argument("--readme", action="store_true", help="rewrite README.md's Accuracy section and docs/accuracy.svg")
     r.add_argument("--sampled", action="store_true",
                    help="replay each kernel as gpusim run does (sampled where it can be) instead of every CTA")
