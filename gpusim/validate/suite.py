@@ -107,7 +107,7 @@ REGISTER_DEVIATION_TOL = 0.35
 #: the in-sample gates and calibrations; `gpusim validate report` shows their error apart
 #: (the store-only "writeback" family was held out until it calibrated the work distributor's CTA rate,
 #: chip.cta_dispatch_per_cycle: it is in-sample now, and `validate report --holdout-family` shows it without that fit)
-HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "tl_tutorials", "tl_sort_scan"})
+HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "tl_tutorials", "tl_sort_scan", "wild_numba"})
 #: families collected on the H100 after the H200 run and not yet on an H200: the H200 records do not cover them and
 #: `validate report --gpu h200` leaves them out (none since 2026-11-28: tl_sort_scan and rmw are in
 #: records/h200/*_sort_scan_rmw.json)
@@ -285,10 +285,40 @@ def _build_cases() -> list[Case]:
         for n in (64, 512):
             add(f"atomic_chain_{sem}_N{n}", "tl_spinlock", {"kind": "chain", "N": n, "sem": sem}, "sync",
                 f"one program, {n} dependent scalar atomics ({sem})")
+    _wild_numba_cases(add)
     _tutorial_cases(add)
     _sort_scan_cases(add)
     _scenario_cases(add)
     return cases
+
+
+def _wild_numba_cases(add) -> None:
+    """numba-cuda kernels copied verbatim from public BSD-2-Clause sources the project had not used (numba-cuda's own
+    test suite and library, numba-examples): ``kernels/nb_{blackscholes,jacobi,transpose,histogram,minmax,mc_step}``,
+    group ``wild_numba``, held out (nobody tuned the model to them).  Three sizes each: one under a wave (fewer
+    blocks than the H100's 132 SMs), one past a full wave, one not a multiple of the block; ``cpu=`` a few blocks
+    (numba's simulator runs every thread in Python)."""
+    for n in (40_000, 1_000_000, 100_003):
+        add(f"wnb_blackscholes_n{n}", "nb_blackscholes", {"OPT_N": n}, "wild_numba",
+            f"Black-Scholes, float64 exp/log/sqrt per option: {-(-n // 512)} blocks of 512", cpu={"OPT_N": 1500})
+    for n in (128, 1024, 1000):
+        add(f"wnb_jacobi_n{n}", "nb_jacobi", {"size": n}, "wild_numba",
+            f"5-point stencil + 16x16 shared max-reduction, syncthreads per step: {(n // 16) ** 2} blocks of 256",
+            cpu={"size": 32 if n % 16 == 0 else 40})
+    for r, c in ((256, 256), (2048, 2048), (1025, 512)):
+        add(f"wnb_transpose_{r}x{c}", "nb_transpose", {"rows": r, "cols": c}, "wild_numba",
+            f"float64 transpose via a padded 32x33 shared tile: {(r // 32 + 1) * (c // 32 + 1)} blocks of 1024",
+            cpu={"rows": 40, "cols": 33} if r % 32 else {"rows": 32, "cols": 32})
+    for n, b in ((100_000, 64), (1_048_576, 1056), (1_000_003, 64)):
+        add(f"wnb_histogram_n{n}_b{b}", "nb_histogram", {"n": n, "blocks": b}, "wild_numba",
+            f"grid-stride histogram, one global atomic.add per element into 1000 int32 bins: {b} blocks of 64",
+            cpu={"n": 3001 if n % 2 else 3000, "blocks": 2})
+        add(f"wnb_minmax_n{n}_b{b}", "nb_minmax", {"n": n, "blocks": b}, "wild_numba",
+            f"grid-stride min/max, one float atomic.min and .max per thread on 2 addresses: {b} blocks of 64",
+            cpu={"n": 3001 if n % 2 else 3000, "blocks": 2})
+    for n in (30_000, 1 << 20, 1_000_003):
+        add(f"wnb_mc_step_n{n}", "nb_mc_step", {"npaths": n}, "wild_numba",
+            f"one GBM step per path, float64 exp: {-(-n // 256)} blocks of 256", cpu={"npaths": 700})
 
 
 def _tutorial_cases(add) -> None:
