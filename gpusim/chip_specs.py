@@ -154,6 +154,9 @@ class L2Spec:
     # cycles an atomic request (one warp's atomic on one line) holds its L2 slice beyond moving its sectors: the
     # read-modify-write in the slice's pipeline, which the slice's other requests wait behind
     atomic_request_cycles: float = P("cycles", 0, 10_000, default=0.0)
+    # cycles the slice's atomic unit spends on each 32 B sector of such a request (0: the sector moves at the slice's
+    # bytes_per_clk_per_slice, as a read's would)
+    atomic_sector_cycles: float = P("cycles", 0, 10_000, default=0.0)
     capacity_fraction: float = P("fraction", 0.01, 1.0, default=1.0)  # share of size_bytes that holds distinct
                                     # lines (H100: far-partition accesses keep a second copy near the SM, so less)
     # dirty lines of no kernel address the L2 holds when the kernel starts (bytes), least recently used: they are

@@ -65,6 +65,8 @@ def test_fits_name_real_cases_and_parameters():
         assert all(not c.startswith(("nb_", "scn_", "tlb_")) for c in f.fit_cases(CASES))
         value = getattr(getattr(cfg, f.section), f.param)
         assert value in f.candidates, (f.param, value)
+        for v in f.candidates + (f.prior,):               # each is a value the preset accepts
+            cfg.with_overrides(**{f.section: {f.param: v}})
         assert re.search(rf"`{f.section}\.{f.param}`", text), f.param
 
 

@@ -100,12 +100,16 @@ def test_a_fence_holds_the_warp():
 
 def test_atomics_queue_at_their_slice():
     """Atomics arriving together at one L2 slice are performed one after another, each holding the slice for its
-    sector and ``l2.atomic_request_cycles`` (the read-modify-write): their results come back that far apart."""
+    sector (``l2.atomic_sector_cycles``) and ``l2.atomic_request_cycles`` (the read-modify-write): their results
+    come back that far apart; a request over four sectors holds it for four sectors (a histogram's scattered adds)."""
     from gpusim.timing.engine import Engine
     tr, _ = _trace(kind="chain", N=2, sem="relaxed")
     mem = Engine(tr, GPU).mem
-    mem.l2_atomic(0, 0.0, 4242, 1, 1)                     # the line comes into the L2
+    assert GPU.l2.atomic_sector_cycles > 0
+    mem.l2_atomic(0, 0.0, 4242, 0xF, 1)                   # the line comes into the L2
     done = [mem.l2_atomic(0, 10_000.0, 4242, 1, 1) for _ in range(10)]
-    step = GPU.l2.atomic_request_cycles + GPU.l2.sector_bytes / GPU.l2.bytes_per_clk_per_slice
+    step = GPU.l2.atomic_request_cycles + GPU.l2.atomic_sector_cycles
     assert np.diff(done) == pytest.approx([step] * 9)
     assert done[0] >= 10_000 + GPU.l2.atomic_latency_cycles
+    wide = [mem.l2_atomic(0, 20_000.0, 4242, 0xF, 8) for _ in range(4)]
+    assert np.diff(wide) == pytest.approx([GPU.l2.atomic_request_cycles + 4 * GPU.l2.atomic_sector_cycles] * 3)

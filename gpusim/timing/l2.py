@@ -106,6 +106,7 @@ class L2Slices(DRAMChannels):
         self.fetch_expand = [self._expand(m, fetch_sectors) for m in range(16)]
         self.atomic_latency = l2.atomic_latency_cycles
         self.atomic_request_cycles = l2.atomic_request_cycles
+        self.atomic_sector_cycles = l2.atomic_sector_cycles
 
     def _fill_dirty_at_launch(self, n_lines: int) -> None:
         """The L2 as the kernel finds it: ``n_lines`` whole dirty lines that belong to no kernel address (negative
@@ -359,7 +360,12 @@ class L2Slices(DRAMChannels):
         arr = t + self.xbar_cycles
         free = self.slice_free[s]
         start = arr if arr > free else free
-        self.slice_free[s] = start + max(ops, POPCOUNT[mask]) * self.sector_cycles + self.atomic_request_cycles
+        # the slice's atomic unit: each sector of the request (l2.atomic_sector_cycles; 0: at the read rate, a
+        # sector per lane-operation at least) and the request's own read-modify-write (l2.atomic_request_cycles)
+        if self.atomic_sector_cycles:
+            self.slice_free[s] = start + POPCOUNT[mask] * self.atomic_sector_cycles + self.atomic_request_cycles
+        else:
+            self.slice_free[s] = start + max(ops, POPCOUNT[mask]) * self.sector_cycles + self.atomic_request_cycles
         wait = start - arr
         self.stats.l2_atom_sectors += POPCOUNT[mask]
         sset = self.l2_sets[sid]

@@ -374,7 +374,10 @@ class PreparedCase:
             shmem = int(st.get("shared_bytes", 0) or 0)
             info.update(grid=list(grid), block=list(block), dynamic_shared_bytes=shmem)
             if self.device == "cuda":
-                spec_k = kern.specialize(*args)                 # compiles for these argument types now
+                try:
+                    spec_k = kern.specialize(*args)             # compiles for these argument types now
+                except RuntimeError:                            # an eager signature: compiled at the decorator
+                    spec_k = kern
                 overload = next(iter(spec_k.overloads.values()))
                 self._overloads[i] = overload
                 info.update(numba_overload_info(overload))

@@ -53,7 +53,7 @@ FITS: list[Fit] = [
     Fit("dram", "row_miss_ns", 28.0, (0.0, 6.0, 12.0, 20.0, 28.0), "cycles",
         r"^(grid_stride_copy_smem(0|16|48)k|reduction_n16777216_b1056|strided_read_s(1|4|32))$",
         "prior: JEDEC tRP + tRCD"),
-    Fit("l2", "atomic_request_cycles", 0.0, (0.0, 2.0, 4.0, 6.0), "cycles", r"^lock_G512_w[14]$",
+    Fit("l2", "atomic_request_cycles", 0.0, (0.0, 1.5, 3.0, 4.5), "cycles", r"^lock_G512_w[14]$",
         "prior: an atomic holds its slice no longer than its sectors take"),
     # the fits of 2026-11-28/29 that used suite records (CALIBRATION.md)
     Fit("l2", "dirty_at_launch_bytes", 0, (0, 2426880), "dram_bytes_write",
@@ -64,9 +64,9 @@ FITS: list[Fit] = [
     Fit("dram", "write_turnaround_ns", 70.0, (15.0, 40.0, 70.0), "cycles",
         r"^(tl_vector_add_f32_n16777216|attn_naive_d64_n(1024|2048)|rmw_(inplace|copy)_n16777216|"
         r"vector_add_n16777216)$", "prior: the switch fitted on the loaded-latency record alone"),
-    Fit("chip", "cta_launch_cycles", 80.0, (80.0, 300.0), "occupancy_achieved_pct",
+    Fit("chip", "cta_launch_cycles", 80, (80, 300), "occupancy_achieved_pct",
         r"^(vector_add_n(4194304|16777216)|rmw_(inplace|copy)_n16777216)$", "prior: the value assumed before"),
-    Fit("chip", "code_fetch_cycles", 0.0, (0.0, 150.0, 300.0), "cycles", r"^cold_burst_",
+    Fit("chip", "code_fetch_cycles", 0, (0, 150, 300), "cycles", r"^cold_burst_",
         "prior: no cold instruction cache at launch"),
     Fit("l1", "copy_dram_extra_cycles", 0.0, (0.0, 150.0, 300.0), "cycles",
         r"^(fa_bwd_d64_n1024|tl_matmul_1408_128x128x64)$",
