@@ -53,6 +53,7 @@ SMALL = {
     "tl_wild_geglu": [{"n_rows": 5, "n_cols": 300}],
     "tl_wild_rope": [{"batch_size": 1, "seq_len": 4, "n_q_head": 6, "n_kv_head": 2, "head_dim": 40}],
     "tl_wild_cross_entropy": [{"n_rows": 6, "V": 1000, "ignore_every": 4}],
+    "tl_wild_fla_recurrent": [{"B": 1, "T": 8, "H": 2, "K": 40, "V": 72}],
 }
 
 

@@ -102,6 +102,7 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
     "kernels/tl_wild_geglu.py": {"n_rows": 5, "n_cols": 300},
     "kernels/tl_wild_rope.py": {"batch_size": 1, "seq_len": 4, "n_q_head": 6, "n_kv_head": 2, "head_dim": 40},
     "kernels/tl_wild_cross_entropy.py": {"n_rows": 6, "V": 1000, "ignore_every": 4},
+    "kernels/tl_wild_fla_recurrent.py": {"B": 1, "T": 8, "H": 2, "K": 40, "V": 72},
 }
 
 KERNEL_FILES = sorted(CPU_PARAMS)
@@ -369,6 +370,12 @@ def _wild_triton_cases(add) -> None:
             f"Liger cross entropy, loss and in-place gradient, {r} programs of 32 warps, "
             f"2 x {-(-v // 32768)} blocks of 32768 fp32 logits",
             cpu={"V": 33000} if v % 32768 and v > 32768 else None)
+    for b, t, h, kv in ((1, 256, 16, 128), (8, 96, 32, 64), (1, 300, 12, 96)):
+        bk = min(64, 1 << (kv - 1).bit_length())
+        progs = (-(-kv // bk)) ** 2 * b * h
+        add(f"wild_fla_recurrent_b{b}_t{t}_h{h}_d{kv}", "tl_wild_fla_recurrent", {"B": b, "T": t, "H": h, "K": kv, "V": kv},
+            "wild_triton", f"flash-linear-attention fused recurrent (simple GLA), {progs} programs of a {bk}x{bk} "
+            f"fp32 state, {t} sequential steps, 4 warps")
 
 
 # The matmul tutorial's 16 autotuning configs for CUDA GPUs (BM, BN, BK, GROUP_M, num_stages, num_warps):
