@@ -47,6 +47,13 @@ SMALL = {
                                   "GROUP_M": 2},
                                  {"M": 72, "N": 80, "K": 72, "NUM_SMS": 3, "BM": 32, "BN": 32, "BK": 32,
                                   "GROUP_M": 2, "descriptor": True}],
+    "tl_wild_rms_norm": [{"n_rows": 5, "n_cols": 300}],
+    "tl_wild_layer_norm": [{"n_rows": 5, "n_cols": 300}],
+    "tl_wild_swiglu": [{"n_rows": 5, "n_cols": 300}],
+    "tl_wild_geglu": [{"n_rows": 5, "n_cols": 300}],
+    "tl_wild_rope": [{"batch_size": 1, "seq_len": 4, "n_q_head": 6, "n_kv_head": 2, "head_dim": 40}],
+    "tl_wild_cross_entropy": [{"n_rows": 6, "V": 1000, "ignore_every": 4}],
+    "tl_wild_fla_recurrent": [{"B": 1, "T": 8, "H": 2, "K": 40, "V": 72}],
 }
 
 

@@ -96,6 +96,13 @@ CPU_PARAMS: dict[str, dict[str, Any]] = {
                                         "BM": 32, "BN": 32, "BK": 32},
     "kernels/tl_tut_persistent_matmul.py": {"M": 72, "N": 80, "K": 72, "NUM_SMS": 3, "BM": 32, "BN": 32,
                                              "BK": 32, "GROUP_M": 2},
+    "kernels/tl_wild_rms_norm.py": {"n_rows": 5, "n_cols": 300},
+    "kernels/tl_wild_layer_norm.py": {"n_rows": 5, "n_cols": 300},
+    "kernels/tl_wild_swiglu.py": {"n_rows": 5, "n_cols": 300},
+    "kernels/tl_wild_geglu.py": {"n_rows": 5, "n_cols": 300},
+    "kernels/tl_wild_rope.py": {"batch_size": 1, "seq_len": 4, "n_q_head": 6, "n_kv_head": 2, "head_dim": 40},
+    "kernels/tl_wild_cross_entropy.py": {"n_rows": 6, "V": 1000, "ignore_every": 4},
+    "kernels/tl_wild_fla_recurrent.py": {"B": 1, "T": 8, "H": 2, "K": 40, "V": 72},
 }
 
 KERNEL_FILES = sorted(CPU_PARAMS)
@@ -107,7 +114,7 @@ REGISTER_DEVIATION_TOL = 0.35
 #: the in-sample gates and calibrations; `gpusim validate report` shows their error apart
 #: (the store-only "writeback" family was held out until it calibrated the work distributor's CTA rate,
 #: chip.cta_dispatch_per_cycle: it is in-sample now, and `validate report --holdout-family` shows it without that fit)
-HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "tl_tutorials", "tl_sort_scan", "wild_numba"})
+HELD_OUT_GROUPS = frozenset({"nb_docs", "tlb", "tl_tutorials", "tl_sort_scan", "wild_numba", "wild_triton"})
 #: families collected on the H100 after the H200 run and not yet on an H200: the H200 records do not cover them and
 #: `validate report --gpu h200` leaves them out (none since 2026-11-28: tl_sort_scan and rmw are in
 #: records/h200/*_sort_scan_rmw.json)
@@ -288,6 +295,7 @@ def _build_cases() -> list[Case]:
     _wild_numba_cases(add)
     _tutorial_cases(add)
     _sort_scan_cases(add)
+    _wild_triton_cases(add)
     _scenario_cases(add)
     return cases
 
@@ -364,6 +372,40 @@ def _sort_scan_cases(add) -> None:
         "prefix sum of each of 8192 rows of 1024 fp32")
     add("linrec_n1024_r8192", "tl_sort_scan", {"op": "linrec", "R": 8192, "N": 1024}, "tl_sort_scan",
         "h = a * h + b along each of 8192 rows: associative_scan of (a, b) pairs")
+
+
+def _wild_triton_cases(add) -> None:
+    """Triton kernels copied verbatim from permissively licensed public repositories (``kernels/tl_wild_*.py``,
+    group ``wild_triton``, held out: nobody tuned the model to them), launched as their sources' host code does,
+    three sizes each: one under a wave (fewer programs than the 132 SMs), one past a full wave, one whose width is
+    not a multiple of the block (masked lanes) or whose grid does not fill the last wave."""
+    for r, n in ((64, 4096), (4096, 4096), (1823, 4000)):
+        add(f"wild_rms_norm_r{r}_n{n}", "tl_wild_rms_norm", {"n_rows": r, "n_cols": n}, "wild_triton",
+            f"Liger RMSNorm forward, {r} programs of one fp16 row of {n}")
+    for r, n in ((64, 8192), (4096, 1024), (1500, 3000)):
+        add(f"wild_layer_norm_r{r}_n{n}", "tl_wild_layer_norm", {"n_rows": r, "n_cols": n}, "wild_triton",
+            f"Liger LayerNorm forward, {r} programs of one fp16 row of {n}")
+    for r, n in ((64, 14336), (2048, 8192), (1500, 11008)):
+        add(f"wild_swiglu_r{r}_n{n}", "tl_wild_swiglu", {"n_rows": r, "n_cols": n}, "wild_triton",
+            f"Liger SwiGLU forward, silu(a) * b, {r} programs of one fp16 row of {n}")
+    for r, n in ((100, 16384), (4096, 2048), (600, 24576)):
+        add(f"wild_geglu_r{r}_n{n}", "tl_wild_geglu", {"n_rows": r, "n_cols": n}, "wild_triton",
+            f"Liger GEGLU forward, gelu_tanh(a) * b (libdevice tanh), {r} programs of one fp16 row of {n}")
+    for bs, sl, hq, hk, hd in ((1, 100, 32, 8, 128), (4, 1024, 32, 8, 128), (1, 1500, 12, 4, 80)):
+        add(f"wild_rope_b{bs}_s{sl}_h{hq}_{hk}_d{hd}", "tl_wild_rope",
+            {"batch_size": bs, "seq_len": sl, "n_q_head": hq, "n_kv_head": hk, "head_dim": hd}, "wild_triton",
+            f"Liger RoPE forward in place, {bs * sl} programs of {hq} q + {hk} k heads of {hd} fp16")
+    for r, v in ((64, 128256), (512, 32000), (300, 50257)):
+        add(f"wild_cross_entropy_r{r}_v{v}", "tl_wild_cross_entropy", {"n_rows": r, "V": v}, "wild_triton",
+            f"Liger cross entropy, loss and in-place gradient, {r} programs of 32 warps, "
+            f"2 x {-(-v // 32768)} blocks of 32768 fp32 logits",
+            cpu={"V": 33000} if v % 32768 and v > 32768 else None)
+    for b, t, h, kv in ((1, 256, 16, 128), (8, 96, 32, 64), (1, 300, 12, 96)):
+        bk = min(64, 1 << (kv - 1).bit_length())
+        progs = (-(-kv // bk)) ** 2 * b * h
+        add(f"wild_fla_recurrent_b{b}_t{t}_h{h}_d{kv}", "tl_wild_fla_recurrent", {"B": b, "T": t, "H": h, "K": kv, "V": kv},
+            "wild_triton", f"flash-linear-attention fused recurrent (simple GLA), {progs} programs of a {bk}x{bk} "
+            f"fp32 state, {t} sequential steps, 4 warps")
 
 
 # The matmul tutorial's 16 autotuning configs for CUDA GPUs (BM, BN, BK, GROUP_M, num_stages, num_warps):
