@@ -282,7 +282,19 @@ for _fn, _entries in _MATH32.items():
     # double precision: libdevice's __nv_* run on the FP64 pipe, roughly twice the instructions
     COSTS[(_fn, "float64")] = [(_SCALE64.get(p, p), n * 2 if p == FP32 else n,
                                 ("D" + lab[1:]) if p == FP32 else lab) for p, n, lab in _entries]
-COSTS[("sqrt", "float64")] = [(SFU, 1, "MUFU.RSQ64H"), (FP64, 8, "DFMA"), (BRANCH, 1, "BRA")]
+COSTS[("sqrt", "float64")] = [(SFU, 1, "MUFU.RSQ64H"), (FP64, 12, "DFMA+DMUL+DSETP"), (FP32, 4, "IMAD"),
+                              (INT, 5, "IADD3+ISETP+MOV"), (BRANCH, 3, "BRA+BSSY+BSYNC")]
+# libdevice's double exp and log (numba-cuda 0.30 + ptxas 13 for sm_90, SASS read off: __nv_exp 59 instructions
+# on its path -- 22 UMOVs of the polynomial's 64-bit constants, 14 DFMA, no MUFU; __nv_log 84 with one
+# MUFU.RCP64H); records/h200/ncu_wild.json: the numba GBM step (one exp) 103 warp instructions per thread-warp
+# measured, 59 with exp's old estimate (13); Black-Scholes (3 exp, 1 log, 1 sqrt, 4 divisions) 480 against 235.
+# (A division's fast path stays at 11: nb_montecarlo's 1.0 / x is exact with it.)
+COSTS[("exp", "float64")] = [(FP64, 20, "DFMA+DADD+DMUL+DSETP"), (FP32, 7, "IMAD"),
+                             (INT, 9, "SHF+IADD3+FSETP+FSEL+LEA+MOV"), (UNIFORM, 22, "UMOV"),
+                             (BRANCH, 3, "BRA+BSSY+BSYNC")]
+COSTS[("log", "float64")] = [(SFU, 1, "MUFU.RCP64H"), (FP64, 30, "DFMA+DADD+DMUL"), (FP32, 12, "IMAD"),
+                             (INT, 18, "LOP3+ISETP+MOV+FSEL+VIADD+LEA"), (UNIFORM, 20, "UMOV"),
+                             (BRANCH, 3, "BRA+BSSY+BSYNC")]
 
 # ---- control flow ---------------------------------------------------------------------------------------
 # An ``if`` on a lane-varying condition opens a convergence region: BSSY, the predicated BRA, and BSYNC where
