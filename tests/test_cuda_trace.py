@@ -457,3 +457,23 @@ def test_double_exp_costs_libdevice_s_path_without_the_sfu():
     per_warp = (tr.instruction_counts()["inst_executed"] - base) / 8
     assert 55 <= per_warp <= 65
     assert not ops_of(tr, label="MUFU")
+
+
+@cuda.jit
+def k_fmax(x, out):
+    i = cuda.grid(1)
+    cuda.atomic.max(out, 0, x[i])
+
+
+def test_a_float_atomic_max_is_a_load_and_a_cas_only_where_the_value_improves():
+    """numba-cuda compiles a float atomic.max to a volatile load and a compare-and-swap loop entered only when the
+    value beats the location's (no PTX atomic max on floats): every warp loads, only improving lanes swap."""
+    x = np.arange(256, dtype=np.float32)[::-1].copy()        # the first thread holds the maximum
+    out = np.full(1, -np.inf, np.float32)
+    tr = run(k_fmax, 2, 128, x, out)
+    assert out[0] == 255.0
+    (t, i, ld), = ops_of(tr, label="LDG.E.32.STRONG")
+    assert np.count_nonzero(t.lanes(i)) == 8 and ld.mem.l1_bypass
+    (t2, j, cas), = ops_of(tr, label="ATOMG.E.CAS")
+    assert int(t2.lanes(j).sum()) == 1                        # thread 0 alone improves on -inf; 255 stays
+    assert not ops_of(tr, label="ATOMG.E.MAX")

@@ -6,12 +6,14 @@ is recorded as a reduction (``RED``), as ptxas emits it.  Units: bytes for addre
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..errors import CompileError, UnsupportedConstruct
 from ..trace import OpKind, Pipe
 from . import costs as C_
-from .values import ARRAYS, EMPTY, ArrayRef, ArrayView, Ununified, V, _union
+from .values import ARRAYS, EMPTY, ArrayRef, ArrayView, Ununified, V, _union, m_and
 from .views import view_index
 
 
@@ -94,6 +96,8 @@ class Atomics:
             if v.v.dtype != arr.dtype and not v.const:
                 self._cvt(v, arr.dtype, line)
         vdeps = _union(adeps, self._out(vdeps, n0))
+        if op in _CAS_MINMAX and arr.dtype.kind == "f" and arr.space != "shared":
+            return self._cas_minmax(op, arr, flat, vv, old, sel, res, used, vdeps, line)
         mem = self._mem(arr, flat)
         sp = "shared" if arr.space == "shared" else ("global" if used else "global_red")
         opname = {"and_": "and", "or_": "or", "cas": "cas", "exch": "exch"}.get(op, op)
@@ -101,11 +105,47 @@ class Atomics:
                           vdeps, mem)
         return V(res, (oi,) if used else (), False)
 
+    def _cas_minmax(self, op, arr, flat, vv, old, sel, res, used, vdeps, line) -> V:
+        """numba-cuda's float ``atomic.max`` / ``min`` / ``nanmax`` / ``nanmin`` on global memory: a volatile load of
+        the location, then a compare-and-swap only in the lanes whose value would change it (numba's
+        ``___numba_atomic_float_max`` and kin: no PTX atomic max/min on floats); a lane whose value does not improve
+        on the location issues no atomic at all (records/h200/ncu_wild.json, numba-examples' min/max: no L2
+        atomic sector in 4,224 warps' calls).  Each lane's ``old`` (the location just before its turn, in thread
+        order) decides it, as the sequential semantics give it."""
+        S = (self.C, self.P)
+        v = vv[0]                                    # (the active lanes' values, as ``old``)
+        better = (v > old) if op in ("max", "nanmax") else (v < old)
+        if op in ("nanmax", "nanmin"):
+            better |= np.isnan(old) & ~np.isnan(v)
+        need = np.zeros(S[0] * S[1], bool)
+        if sel is None:
+            need[:] = better
+        else:
+            need[sel] = better
+        mem = self._mem(arr, flat)
+        ld = self._rec_op(OpKind.LOAD, Pipe.LSU, C_.mem_label("load", "global", arr.itemsize) + ".STRONG.GPU", line,
+                          vdeps, None if mem is None else dataclasses.replace(mem, l1_bypass=True))
+        cmp = self._rec_span(("cmp", arr.dtype.name), line, (ld,))
+        deps = (ld,) + tuple(cmp)
+        if need.any():
+            saved = self.mask
+            self.mask = m_and(saved, need.reshape(S))
+            try:
+                cas = self._rec_op(OpKind.ATOMIC, Pipe.LSU, C_.mem_label("atomic", "global", arr.itemsize, "cas"),
+                                   line, deps, self._mem(arr, flat))
+            finally:
+                self.mask = saved
+            deps = deps + (cas,)
+        return V(res, deps if used else (), False)
+
 
 # ---- atomics: exact sequential semantics per address, in thread order -------------------------------------------
 
 #: compare-and-swap / exchange calls executed so far (control.loop_test: a spin loop that never lets go)
 CAS_CALLS = [0]
+
+#: float atomics numba-cuda compiles to a load and a compare-and-swap loop (``ir_numba_atomic_minmax``)
+_CAS_MINMAX = frozenset({"max", "min", "nanmax", "nanmin"})
 
 _UFUNC_ATOMIC = {"add": np.add, "sub": np.add, "max": np.maximum, "min": np.minimum, "and_": np.bitwise_and,
                  "or_": np.bitwise_or, "xor": np.bitwise_xor, "nanmax": np.fmax, "nanmin": np.fmin}
