@@ -157,6 +157,8 @@ class L2Spec:
     # cycles the slice's atomic unit spends on each 32 B sector of such a request (0: the sector moves at the slice's
     # bytes_per_clk_per_slice, as a read's would)
     atomic_sector_cycles: float = P("cycles", 0, 10_000, default=0.0)
+    # consecutive 128 B lines that go to one slice (with partitioned: the slice is picked per granule, the set per line)
+    slice_granule_lines: int = P("lines", choices=(1, 2), default=1)
     capacity_fraction: float = P("fraction", 0.01, 1.0, default=1.0)  # share of size_bytes that holds distinct
                                     # lines (H100: far-partition accesses keep a second copy near the SM, so less)
     # dirty lines of no kernel address the L2 holds when the kernel starts (bytes), least recently used: they are

@@ -113,3 +113,25 @@ def test_atomics_queue_at_their_slice():
     assert done[0] >= 10_000 + GPU.l2.atomic_latency_cycles
     wide = [mem.l2_atomic(0, 20_000.0, 4242, 0xF, 8) for _ in range(4)]
     assert np.diff(wide) == pytest.approx([GPU.l2.atomic_request_cycles + 4 * GPU.l2.atomic_sector_cycles] * 3)
+
+
+def test_neighbouring_lines_share_a_slice_and_their_atomics_queue_there():
+    """l2.slice_granule_lines = 2 (records/h200/l2_slice_interleave.json: hot-spot adds on two lines one apart take
+    2.3x the time of lines two or more apart): lines 2k and 2k+1 hash to one slice, two sets of it; their atomics
+    arriving together queue at that slice, while a line of another slice is served at once."""
+    from gpusim.timing.engine import Engine
+    assert GPU.l2.slice_granule_lines == 2
+    tr, _ = _trace(kind="chain", N=2, sem="relaxed")
+    mem = Engine(tr, GPU).mem
+    base = 1 << 20
+    for k in range(0, 2000, 2):
+        assert mem.slice_of(base + k) == mem.slice_of(base + k + 1)
+        assert mem.set_of(base + k) != mem.set_of(base + k + 1)
+    other = next(x for x in range(base + 2, base + 200) if mem.slice_of(x) != mem.slice_of(base))
+    for line in (base, base + 1, other):
+        mem.l2_atomic(0, 0.0, line, 1, 1)                 # the lines come into the L2
+    a = mem.l2_atomic(0, 10_000.0, base, 1, 1)
+    b = mem.l2_atomic(0, 10_000.0, base + 1, 1, 1)
+    c = mem.l2_atomic(0, 10_000.0, other, 1, 1)
+    step = GPU.l2.atomic_request_cycles + GPU.l2.atomic_sector_cycles
+    assert b - a == pytest.approx(step) and c == pytest.approx(a)

@@ -57,6 +57,9 @@ class L2Slices(DRAMChannels):
         self.l2_capacity = l2.ways if l2.ways and per_slice >= l2.ways else per_slice   # lines per set
         self.l2_sets: list[dict[int, int]] = [{} for _ in range(l2.slices * self.sets_per_slice)]
         self.n_sets = len(self.l2_sets)
+        # l2.slice_granule_lines: 2 needs an even number of sets per slice (a pair of lines takes two of them)
+        self.granule = l2.slice_granule_lines if self.sets_per_slice % 2 == 0 else 1
+        self.sps2 = self.sets_per_slice // 2
         self.far_copies = l2.far_copies
         # l2.partitioned: far copies are lines of their own (COPY | line) in the copying partition's set of the same
         # index (mirror[p][slice] is the slice of partition p with the same rank as ``slice`` in its own partition);
@@ -146,6 +149,11 @@ class L2Slices(DRAMChannels):
         slice from the hash's top, its set from the rest), which spreads a contiguous or strided footprint evenly over
         the slices and the sets, as the chip's address hash does."""
         if self.partitioned:
+            if self.granule == 2:
+                # l2.slice_granule_lines = 2: a pair of lines hashes to a pair of sets of one slice
+                half = self.sps2
+                idx = ((((line >> 1) * MIX) & MASK64) >> 32) * (self.n_sets >> 1) >> 32
+                return idx // half + self.n_slices * (2 * (idx % half) + (line & 1))
             idx = (((line * MIX) & MASK64) >> 32) * self.n_sets >> 32
             sps = self.sets_per_slice
             return idx // sps + self.n_slices * (idx % sps)
@@ -159,6 +167,12 @@ class L2Slices(DRAMChannels):
         a = np.asarray(lines, dtype=np.uint64)
         with np.errstate(over="ignore"):
             if self.partitioned:
+                if self.granule == 2:
+                    half = np.uint64(self.sps2)
+                    idx = (((a >> np.uint64(1)) * np.uint64(MIX)) >> np.uint64(32)) * np.uint64(self.n_sets >> 1) \
+                        >> np.uint64(32)
+                    return (idx // half + np.uint64(self.n_slices) * (np.uint64(2) * (idx % half)
+                                                                     + (a & np.uint64(1)))).astype(np.int32)
                 idx = ((a * np.uint64(MIX)) >> np.uint64(32)) * np.uint64(self.n_sets) >> np.uint64(32)
                 sps = np.uint64(self.sets_per_slice)
                 return (idx // sps + np.uint64(self.n_slices) * (idx % sps)).astype(np.int32)

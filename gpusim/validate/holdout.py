@@ -53,7 +53,7 @@ FITS: list[Fit] = [
     Fit("dram", "row_miss_ns", 28.0, (0.0, 6.0, 12.0, 20.0, 28.0), "cycles",
         r"^(grid_stride_copy_smem(0|16|48)k|reduction_n16777216_b1056|strided_read_s(1|4|32))$",
         "prior: JEDEC tRP + tRCD"),
-    Fit("l2", "atomic_request_cycles", 0.0, (0.0, 1.5, 3.0, 4.5), "cycles", r"^lock_G512_w[14]$",
+    Fit("l2", "atomic_request_cycles", 0.0, (0.0, 1.35, 2.7, 4.05), "cycles", r"^lock_G512_w[14]$",
         "prior: an atomic holds its slice no longer than its sectors take"),
     # the fits of 2026-11-28/29 that used suite records (CALIBRATION.md)
     Fit("l2", "dirty_at_launch_bytes", 0, (0, 2426880), "dram_bytes_write",
