@@ -120,7 +120,9 @@ def test_out_of_resources_config_is_listed_last(tmp_path):
         (rep,) = simulate_launch(tl_matmul.launch(M=96, N=64, K=64, BM=k["BLOCK_M"], BN=k["BLOCK_N"],
                                                   BK=k["BLOCK_K"], num_warps=k["num_warps"],
                                                   num_stages=k["num_stages"]), "h100")
-        assert r["cycles"] == pytest.approx(rep.cycles, rel=0.005)     # see DEVIATIONS.md, Determinism
+        # the same launch in one process, its arrays at other addresses: the L2's slices and sets (pairs of lines
+        # since l2.slice_granule_lines = 2) see other lines -- up to a few percent (DEVIATIONS.md, Determinism)
+        assert r["cycles"] == pytest.approx(rep.cycles, rel=0.03)
     assert res.rows[0]["cycles"] <= res.rows[1]["cycles"] and res.rows[0]["chosen"]
     text = str(res)
     assert "failed: " in text and "<- chosen" in text and "chosen: " + res.rows[0]["config"] in text
@@ -171,7 +173,9 @@ def test_configs_file_ranks_candidates_like_single_runs(tmp_path):
     assert len(ran) == 2
     for r in ran:
         (rep,) = simulate_launch(mod.launch(M=64, N=64, K=64, **r["params"]), "h100")
-        assert r["cycles"] == pytest.approx(rep.cycles, rel=0.005)     # see DEVIATIONS.md, Determinism
+        # the same launch in one process, its arrays at other addresses: the L2's slices and sets (pairs of lines
+        # since l2.slice_granule_lines = 2) see other lines -- up to a few percent (DEVIATIONS.md, Determinism)
+        assert r["cycles"] == pytest.approx(rep.cycles, rel=0.03)
     assert ran[0]["cycles"] <= ran[1]["cycles"] and ran[0]["chosen"]
     bad = res.rows[-1]
     assert bad["params"]["BM"] == 256 and "out of resource: shared memory" in bad["error"]
